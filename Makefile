@@ -1,0 +1,36 @@
+# The two commands: `make run` (the service on its embedded default) and `make test`.
+# Each sets up the virtual environment in .venv from the lock file first.
+
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: install run test lint lock bench clean
+
+$(STAMP): requirements.lock pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check uv==0.13.9
+	$(BIN)/uv pip install -q --python $(BIN)/python -r requirements.lock
+	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e .
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(BIN)/runnel serve
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+test: lint
+	$(BIN)/pytest
+
+# Re-resolve the lock after changing pyproject.toml dependencies.
+lock:
+	$(BIN)/uv pip compile pyproject.toml --extra test --python-version 3.11 -o requirements.lock
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis

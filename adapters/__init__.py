@@ -1,0 +1,1 @@
+"""Adapters: infrastructure plugged into the application's ports."""

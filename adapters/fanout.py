@@ -1,0 +1,115 @@
+"""Fan-out of wakes and live chunks to the readers of one process.
+
+Shared by the in-memory bus and the Postgres LISTEN adapter: whatever carries
+signals between processes, one process delivers them to its local readers
+through this hub, each reader with its own bounded queues.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from application.ports import LiveChunk, StoredRecord, Wake
+from domain.identifiers import StreamKey
+
+WAKE_QUEUE_LIMIT = 64
+LIVE_QUEUE_LIMIT = 256
+
+
+class Subscription:
+    """One reader's queues. Never blocks a publisher: overflowing wakes collapse into
+    a single "re-read" wake, overflowing live chunks are dropped and counted."""
+
+    def __init__(self, key: StreamKey, live: bool) -> None:
+        self.key = key
+        self.live = live
+        self.dropped_live = 0
+        self._wakes: deque[Wake] = deque()
+        self._chunks: deque[LiveChunk] = deque()
+        self._signal = asyncio.Event()
+
+    def push_wake(self, wake: Wake) -> None:
+        if len(self._wakes) >= WAKE_QUEUE_LIMIT:
+            head = max(wake.head, *(queued.head for queued in self._wakes))
+            closed = wake.closed or any(queued.closed for queued in self._wakes)
+            self._wakes.clear()
+            wake = Wake(self.key, head, closed, None)
+        self._wakes.append(wake)
+        self._signal.set()
+
+    def push_live(self, chunk: LiveChunk) -> None:
+        if not self.live:
+            return
+        if len(self._chunks) >= LIVE_QUEUE_LIMIT:
+            self.dropped_live += 1
+            return
+        self._chunks.append(chunk)
+        self._signal.set()
+
+    async def next(self, timeout: float) -> Wake | LiveChunk | None:
+        if not self._wakes and not self._chunks:
+            self._signal.clear()
+            try:
+                await asyncio.wait_for(self._signal.wait(), timeout)
+            except TimeoutError:
+                return None
+        if self._wakes:
+            return self._wakes.popleft()
+        if self._chunks:
+            return self._chunks.popleft()
+        return None
+
+
+class FanoutHub:
+    """Registry of local subscriptions by stream."""
+
+    def __init__(self) -> None:
+        self._subscriptions: dict[StreamKey, set[Subscription]] = {}
+
+    @property
+    def reader_count(self) -> int:
+        return sum(len(subs) for subs in self._subscriptions.values())
+
+    def has_readers(self, key: StreamKey) -> bool:
+        return bool(self._subscriptions.get(key))
+
+    @asynccontextmanager
+    async def subscribe(self, key: StreamKey, live: bool = False) -> AsyncIterator[Subscription]:
+        subscription = Subscription(key, live)
+        self._subscriptions.setdefault(key, set()).add(subscription)
+        try:
+            yield subscription
+        finally:
+            subs = self._subscriptions.get(key)
+            if subs is not None:
+                subs.discard(subscription)
+                if not subs:
+                    del self._subscriptions[key]
+
+    def deliver_wake(self, wake: Wake) -> None:
+        for subscription in tuple(self._subscriptions.get(wake.stream, ())):
+            subscription.push_wake(wake)
+
+    def deliver_live(self, chunk: LiveChunk) -> None:
+        for subscription in tuple(self._subscriptions.get(chunk.stream, ())):
+            subscription.push_live(chunk)
+
+    def reset_all(self) -> None:
+        """After a lost connection every reader must re-read from its cursor."""
+        for key, subs in tuple(self._subscriptions.items()):
+            for subscription in tuple(subs):
+                subscription.push_wake(Wake(key, 0, False, None))
+
+
+WAKE_CARRY_LIMIT_BYTES = 6000
+
+
+def carried_records(records: tuple[StoredRecord, ...]) -> tuple[StoredRecord, ...] | None:
+    """Small batches ride along with their wake (readers then skip a read); larger ones
+    do not fit a NOTIFY payload, so readers re-read from the store."""
+    if sum(record.size for record in records) > WAKE_CARRY_LIMIT_BYTES:
+        return None
+    return records

@@ -1,0 +1,1 @@
+"""In-memory adapters: the same contracts as the real ones, for simulation and fast tests."""

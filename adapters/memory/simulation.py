@@ -1,0 +1,40 @@
+"""The whole service on in-memory adapters, in one process: for simulation and tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from adapters.memory.bus import MemoryWakeBus
+from adapters.memory.clock import FakeClock
+from adapters.memory.objects import MemoryObjectStore
+from adapters.memory.store import MemoryDeliveryOutbox, MemoryStreamStore
+from adapters.memory.workflow import MemoryWorkflowWaitService
+from application.node import NodeSettings
+from application.ports import Clock
+from application.service import Ports, RunnelService
+
+
+@dataclass
+class Simulation:
+    service: RunnelService
+    store: MemoryStreamStore
+    bus: MemoryWakeBus
+    objects: MemoryObjectStore
+    outbox: MemoryDeliveryOutbox
+    workflow: MemoryWorkflowWaitService
+    clock: Clock
+
+
+def simulation(node: NodeSettings | None = None, clock: Clock | None = None,
+               regions: tuple[str, ...] = ("local",)) -> Simulation:
+    node = node or NodeSettings()
+    clock = clock or FakeClock()
+    bus = MemoryWakeBus()
+    outbox = MemoryDeliveryOutbox()
+    store = MemoryStreamStore(bus, outbox)
+    objects = MemoryObjectStore(regions)
+    workflow = MemoryWorkflowWaitService()
+    ports = Ports(store=store, reader=store, bus=bus, objects=objects, gaps=store,
+                  outbox=outbox, wait_service=workflow, clock=clock)
+    service = RunnelService.build(ports, node, live_epoch=1)
+    return Simulation(service, store, bus, objects, outbox, workflow, clock)

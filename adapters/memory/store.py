@@ -1,0 +1,234 @@
+"""In-memory stream store, record reader and input-delivery outbox.
+
+Same semantics as the Postgres adapter: an `asyncio.Lock` per stream stands
+in for the row lock; a unit of work works on a copy of the aggregate and
+publishes it (with its records, receipts, intents, deliveries) only on a clean
+exit, then wakes readers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import copy
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from adapters.fanout import carried_records
+from adapters.memory.bus import MemoryWakeBus
+from application.ports import Delivery, RecordPage, Removed, StoredRecord, Wake
+from domain.errors import NotFound
+from domain.identifiers import RunKey, StreamKey
+from domain.object_intent import ObjectIntent
+from domain.stream import Stream
+
+
+@dataclass
+class _StreamData:
+    stream: Stream
+    events: list[Any] = field(default_factory=list)
+    records: list[StoredRecord] = field(default_factory=list)
+    receipts: dict[str, int] = field(default_factory=dict)
+    intents: dict[str, ObjectIntent] = field(default_factory=dict)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+class MemorySession:
+    def __init__(self, data: _StreamData, run_erased: bool) -> None:
+        self._data = data
+        self.stream: Stream = copy.deepcopy(data.stream)
+        self.run_erased = run_erased
+        self.new_records: list[StoredRecord] = []
+        self.new_deliveries: list[int] = []
+        self.saved_intents: dict[str, ObjectIntent] = {}
+        self.remove_through = 0
+
+    async def receipts(self, keys: Sequence[str]) -> Mapping[str, int]:
+        return {key: self._data.receipts[key] for key in keys if key in self._data.receipts}
+
+    async def intent(self, object_id: str) -> ObjectIntent | None:
+        if object_id in self.saved_intents:
+            return self.saved_intents[object_id]
+        found = self._data.intents.get(object_id)
+        return copy.deepcopy(found) if found is not None else None
+
+    async def intents(self) -> Sequence[ObjectIntent]:
+        merged = {**self._data.intents, **self.saved_intents}
+        return [copy.deepcopy(intent) for intent in merged.values()]
+
+    def add_records(self, records: Sequence[StoredRecord]) -> None:
+        self.new_records.extend(records)
+
+    def add_deliveries(self, sequences: Sequence[int]) -> None:
+        self.new_deliveries.extend(sequences)
+
+    def save_intent(self, intent: ObjectIntent) -> None:
+        self.saved_intents[intent.object_id] = intent
+
+    async def remove_records_through(self, sequence: int) -> Removed:
+        self.remove_through = max(self.remove_through, sequence)
+        doomed = [r for r in self._data.records if r.sequence <= sequence]
+        return Removed(len(doomed), tuple(r.object for r in doomed if r.object is not None))
+
+
+class MemoryStreamStore:
+    """Implements `StreamStore`, `RecordReader` and `GapEvidence`."""
+
+    def __init__(self, bus: MemoryWakeBus, outbox: MemoryDeliveryOutbox | None = None) -> None:
+        self._bus = bus
+        self._outbox = outbox
+        self._streams: dict[StreamKey, _StreamData] = {}
+        self._erased_runs: set[RunKey] = set()
+        self.gaps: list[tuple[StreamKey, int, int]] = []
+
+    # -- StreamStore -----------------------------------------------------
+
+    async def create(self, stream: Stream) -> tuple[Stream, bool]:
+        existing = self._streams.get(stream.key)
+        if existing is not None:
+            return copy.deepcopy(existing.stream), False
+        events = list(stream.collect_events())
+        self._streams[stream.key] = _StreamData(copy.deepcopy(stream), events)
+        return stream, True
+
+    @asynccontextmanager
+    async def lock(self, key: StreamKey) -> AsyncIterator[MemorySession]:
+        data = self._streams.get(key)
+        if data is None:
+            raise NotFound("stream not found")
+        async with data.lock:
+            session = MemorySession(data, key.run in self._erased_runs)
+            yield session
+            self._commit(data, session)
+
+    def _commit(self, data: _StreamData, session: MemorySession) -> None:
+        data.events.extend(session.stream.collect_events())
+        data.stream = session.stream
+        if session.remove_through:
+            data.records = [r for r in data.records if r.sequence > session.remove_through]
+        data.records.extend(session.new_records)
+        for record in session.new_records:
+            if record.idempotency_key is not None:
+                data.receipts[record.idempotency_key] = record.sequence
+        for object_id, intent in session.saved_intents.items():
+            data.events.extend(intent.collect_events())
+            data.intents[object_id] = intent
+        if self._outbox is not None:
+            self._outbox.enqueue(data.stream.key, session.new_deliveries)
+        stream = data.stream
+        self._bus.publish_wake(Wake(stream.key, stream.head, stream.closed,
+                                    carried_records(tuple(session.new_records))))
+
+    async def load(self, key: StreamKey) -> Stream | None:
+        data = self._streams.get(key)
+        return copy.deepcopy(data.stream) if data is not None else None
+
+    async def list_run(self, run: RunKey) -> Sequence[Stream]:
+        return [copy.deepcopy(data.stream) for key, data in sorted(self._streams.items())
+                if key.run == run]
+
+    async def load_intent(self, key: StreamKey, object_id: str) -> ObjectIntent | None:
+        data = self._streams.get(key)
+        intent = data.intents.get(object_id) if data is not None else None
+        return copy.deepcopy(intent) if intent is not None else None
+
+    async def mark_run_erased(self, run: RunKey) -> None:
+        self._erased_runs.add(run)
+
+    async def is_run_erased(self, run: RunKey) -> bool:
+        return run in self._erased_runs
+
+    def event_log(self, key: StreamKey) -> list[Any]:
+        return list(self._streams[key].events)
+
+    # -- RecordReader ----------------------------------------------------
+
+    async def read_page(self, key: StreamKey, after: int, limit: int) -> RecordPage:
+        data = self._streams.get(key)
+        if data is None:
+            raise NotFound("stream not found")
+        records = data.records
+        start = bisect.bisect_right(records, after, key=lambda record: record.sequence)
+        stream = data.stream
+        return RecordPage(tuple(records[start:start + limit]), stream.head, stream.earliest,
+                          stream.closed)
+
+    async def newest_appended_before(self, key: StreamKey, cutoff: datetime) -> int:
+        data = self._streams.get(key)
+        if data is None:
+            return 0
+        newest = 0
+        for record in data.records:
+            if record.appended_at > cutoff:
+                break
+            newest = record.sequence
+        return newest
+
+    # -- GapEvidence -----------------------------------------------------
+
+    async def record_gap(self, key: StreamKey, expected: int, received: int) -> None:
+        self.gaps.append((key, expected, received))
+
+
+@dataclass
+class _OutboxRow:
+    delivery: Delivery
+    next_attempt_at: datetime | None = None
+    lease_until: datetime | None = None
+    done: bool = False
+
+
+class MemoryDeliveryOutbox:
+    """Implements `DeliveryOutbox`; rows arrive from the store's commits."""
+
+    def __init__(self) -> None:
+        self._rows: dict[tuple[StreamKey, int], _OutboxRow] = {}
+
+    def enqueue(self, key: StreamKey, sequences: Sequence[int]) -> None:
+        for sequence in sequences:
+            self._rows[(key, sequence)] = _OutboxRow(Delivery(key, sequence, 0))
+
+    async def claim(self, worker: str, now: datetime, lease_seconds: float,
+                    limit: int) -> Sequence[Delivery]:
+        claimed: list[Delivery] = []
+        for row in sorted(self._rows.values(), key=lambda r: (r.delivery.stream,
+                                                                r.delivery.sequence)):
+            if len(claimed) >= limit:
+                break
+            if row.done or row.delivery.dead:
+                continue
+            if row.next_attempt_at is not None and row.next_attempt_at > now:
+                continue
+            if row.lease_until is not None and row.lease_until > now:
+                continue
+            row.lease_until = now + timedelta(seconds=lease_seconds)
+            row.delivery = replace(row.delivery, claimed_by=worker)
+            claimed.append(row.delivery)
+        return claimed
+
+    async def complete(self, key: StreamKey, sequence: int) -> None:
+        self._rows[(key, sequence)].done = True
+
+    async def retry(self, key: StreamKey, sequence: int, error: str,
+                    next_attempt_at: datetime) -> None:
+        row = self._rows[(key, sequence)]
+        row.delivery = replace(row.delivery, attempts=row.delivery.attempts + 1,
+                               last_error=error, claimed_by=None)
+        row.next_attempt_at = next_attempt_at
+        row.lease_until = None
+
+    async def dead_letter(self, key: StreamKey, sequence: int, error: str) -> None:
+        row = self._rows[(key, sequence)]
+        row.delivery = replace(row.delivery, attempts=row.delivery.attempts + 1,
+                               last_error=error, dead=True, claimed_by=None)
+        row.lease_until = None
+
+    async def dead_letters(self, key: StreamKey) -> Sequence[Delivery]:
+        return [row.delivery for (k, _), row in sorted(self._rows.items()) if k == key
+                and row.delivery.dead]
+
+    def pending(self) -> int:
+        return sum(1 for row in self._rows.values() if not row.done and not row.delivery.dead)

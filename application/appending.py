@@ -1,0 +1,103 @@
+"""Use case: append a batch of records under the stream-row lock, with durable credit."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from typing import Any
+
+from application.access import stream_for_writing, stream_key
+from application.node import NodeSettings
+from application.ports import Clock, StoredRecord, StreamSession, StreamStore, WakeBus
+from domain.errors import Backpressure, InvalidRecord
+from domain.identifiers import StreamKey
+from domain.principal import Principal
+from domain.records import Draft, draft_from_wire
+from domain.stream import AppendPlan
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    sequences: tuple[int, ...]
+    head: int
+    stored: int
+
+    @property
+    def all_duplicates(self) -> bool:
+        return self.stored == 0
+
+
+class Appender:
+    """All records of a batch get consecutive sequences in one transaction, or none does.
+
+    Credit is decided inside that transaction from durable counts. When the
+    unread ceiling is full, policy `reject` answers backpressure at once;
+    policy `block` waits, without holding the lock, for wakes (acks) until its
+    pinned timeout, then answers backpressure.
+    """
+
+    def __init__(self, store: StreamStore, bus: WakeBus, clock: Clock,
+                 node: NodeSettings) -> None:
+        self._store = store
+        self._bus = bus
+        self._clock = clock
+        self._node = node
+
+    async def append(self, principal: Principal, run_id: str, stream_id: str,
+                     records: Sequence[Any]) -> AppendResult:
+        key = stream_key(principal, run_id, stream_id)
+        stream = await stream_for_writing(self._store, principal, key, self._node.region)
+        if not isinstance(records, list) or not records:
+            raise InvalidRecord("records must be a non-empty list")
+        mask = stream.definition.redaction.mask
+        drafts = [draft_from_wire(item, mask) for item in records]
+        credit = stream.definition.credit
+        if credit.on_unread_full == "block":
+            return await self._append_blocking(key, drafts, credit.block_timeout_seconds)
+        return await self.append_drafts(key, drafts)
+
+    async def append_drafts(self, key: StreamKey, drafts: Sequence[Draft]) -> AppendResult:
+        async with self._store.lock(key) as session:
+            return await self.append_in(session, drafts)
+
+    async def append_in(self, session: StreamSession, drafts: Sequence[Draft]) -> AppendResult:
+        """Append validated drafts inside a unit of work the caller holds (object commit
+        stages its intent in the same transaction)."""
+        keys = [draft.idempotency_key for draft in drafts if draft.idempotency_key]
+        receipts = await session.receipts(keys) if keys else {}
+        plan = session.stream.plan_append(drafts, receipts)
+        session.stream.append(plan)
+        self._stage(session, plan)
+        return AppendResult(plan.sequences, session.stream.head, len(plan.new))
+
+    def _stage(self, session: StreamSession, plan: AppendPlan) -> None:
+        if not plan.new:
+            return
+        now = self._clock.now()
+        session.add_records([
+            StoredRecord(sequence=sequence, content_type=draft.content_type, appended_at=now,
+                         size=draft.size, payload=draft.payload, has_payload=draft.has_payload,
+                         data=draft.data, object=draft.object,
+                         idempotency_key=draft.idempotency_key)
+            for sequence, draft in plan.new
+        ])
+        if session.stream.definition.direction == "input":
+            session.add_deliveries([sequence for sequence, _ in plan.new])
+
+    async def _append_blocking(self, key: StreamKey, drafts: Sequence[Draft],
+                               timeout: float) -> AppendResult:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        async with AsyncExitStack() as stack:
+            # Subscribe before the first try so an ack committed in between still wakes us.
+            wakes = await stack.enter_async_context(self._bus.subscribe(key))
+            while True:
+                try:
+                    return await self.append_drafts(key, drafts)
+                except Backpressure:
+                    remaining = deadline - loop.time()
+                    if remaining <= 0:
+                        raise
+                    await wakes.next(min(remaining, self._node.keepalive_seconds))

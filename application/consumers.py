@@ -1,0 +1,35 @@
+"""Use case: acknowledge a consumer's progress. Acks only advance; they feed producer credit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from application.access import stream_for_reading, stream_key
+from application.node import NodeSettings
+from application.ports import StreamStore
+from domain.identifiers import validate_id
+from domain.principal import Principal
+
+
+@dataclass(frozen=True)
+class AckResult:
+    consumer_id: str
+    acked: int
+
+
+class Acknowledger:
+    """A consumer is registered by its first ack (or the definition) and belongs to the
+    principal that first acked it; only that principal may move it, and only forward."""
+
+    def __init__(self, store: StreamStore, node: NodeSettings) -> None:
+        self._store = store
+        self._node = node
+
+    async def ack(self, principal: Principal, run_id: str, stream_id: str, consumer_id: str,
+                  sequence: int) -> AckResult:
+        validate_id(consumer_id, "consumer_id")
+        key = stream_key(principal, run_id, stream_id)
+        await stream_for_reading(self._store, principal, key, self._node.region, content=False)
+        async with self._store.lock(key) as session:
+            session.stream.ack(consumer_id, sequence, principal.sub)
+            return AckResult(consumer_id, session.stream.acks[consumer_id])

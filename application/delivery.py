@@ -1,0 +1,69 @@
+"""Use case: deliver input records to the workflow through its wait service.
+
+At-least-once with a stable event id; retries back off exponentially; after
+the pinned number of attempts a row is dead-lettered and stays visible.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from application.node import NodeSettings
+from application.ports import (
+    Clock,
+    Delivery,
+    DeliveryOutbox,
+    InputEvent,
+    RecordReader,
+    WorkflowWaitService,
+)
+from application.views import record_envelope
+from domain.identifiers import input_event_id
+
+MAX_BACKOFF_SECONDS = 300.0
+
+
+def backoff_seconds(attempts: int) -> float:
+    return float(min(MAX_BACKOFF_SECONDS, 2 ** max(0, attempts - 1)))
+
+
+class InputDispatcher:
+    def __init__(self, outbox: DeliveryOutbox, reader: RecordReader,
+                 wait_service: WorkflowWaitService, clock: Clock, node: NodeSettings) -> None:
+        self._outbox = outbox
+        self._reader = reader
+        self._wait_service = wait_service
+        self._clock = clock
+        self._node = node
+
+    async def dispatch_once(self, worker: str, limit: int = 100) -> int:
+        """Claim due rows and publish each; returns how many were delivered."""
+        claimed = await self._outbox.claim(worker, self._clock.now(),
+                                           self._node.delivery_lease_seconds, limit)
+        delivered = 0
+        for delivery in claimed:
+            if await self._deliver(delivery):
+                delivered += 1
+        return delivered
+
+    async def _deliver(self, delivery: Delivery) -> bool:
+        key, sequence = delivery.stream, delivery.sequence
+        page = await self._reader.read_page(key, sequence - 1, 1)
+        if not page.records or page.records[0].sequence != sequence:
+            await self._outbox.dead_letter(key, sequence, "record is no longer retained")
+            return False
+        event = InputEvent(input_event_id(key, sequence), key.run_id, key.stream_id, sequence,
+                           record_envelope(page.records[0], key.run_id, key.stream_id))
+        try:
+            await self._wait_service.publish(event)
+        except Exception as error:  # any failure of the port is retried, never lost
+            attempts = delivery.attempts + 1
+            message = f"{type(error).__name__}: {error}"[:500]
+            if attempts >= self._node.delivery_max_attempts:
+                await self._outbox.dead_letter(key, sequence, message)
+            else:
+                next_at = self._clock.now() + timedelta(seconds=backoff_seconds(attempts))
+                await self._outbox.retry(key, sequence, message, next_at)
+            return False
+        await self._outbox.complete(key, sequence)
+        return True

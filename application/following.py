@@ -1,0 +1,196 @@
+"""The follow loop: backfill, then follow live, losing and repeating nothing.
+
+1. register for wakes before reading history;
+2. backfill records above the cursor in pages;
+3. follow: on each wake and on each keepalive tick (even without a wake) take
+   the records above the cursor; drop duplicates at the boundary;
+4. repair: a wake that reveals a gap is served by reading the gap from the
+   store first, and the gap is reported as evidence.
+
+The transport only turns frames into bytes; everything that decides what a
+reader sees lives here, and is tested with the in-memory bus.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+
+from application.access import stream_for_reading, stream_key
+from application.node import NodeSettings
+from application.ports import (
+    GapEvidence,
+    LiveChunk,
+    RecordPage,
+    RecordReader,
+    StoredRecord,
+    StreamStore,
+    Wake,
+    WakeBus,
+    WakeSubscription,
+)
+from domain.cursor import check_cursor
+from domain.errors import TooManySubscriptions
+from domain.identifiers import StreamKey
+from domain.principal import Principal
+
+
+@dataclass(frozen=True)
+class RecordFrame:
+    record: StoredRecord
+
+
+@dataclass(frozen=True)
+class LiveFrame:
+    chunk: LiveChunk
+
+
+@dataclass(frozen=True)
+class KeepaliveFrame:
+    pass
+
+
+@dataclass(frozen=True)
+class EndFrame:
+    last_sequence: int
+
+
+@dataclass(frozen=True)
+class ResyncFrame:
+    requested: int
+    earliest: int
+    latest: int
+
+
+Frame = RecordFrame | LiveFrame | KeepaliveFrame | EndFrame | ResyncFrame
+
+
+class Follow:
+    """One reader's position on one stream. Use `frames()` once, then `close()`."""
+
+    def __init__(self, key: StreamKey, cursor: int, reader: RecordReader, gaps: GapEvidence,
+                 node: NodeSettings, stack: AsyncExitStack, wakes: WakeSubscription | None,
+                 first_page: RecordPage) -> None:
+        self.key = key
+        self.cursor = cursor
+        self._reader = reader
+        self._gaps = gaps
+        self._node = node
+        self._stack = stack
+        self._wakes = wakes
+        self._page: RecordPage | None = first_page
+        self._head = first_page.head
+        self._closed = first_page.closed
+
+    @property
+    def holds_wake_registration(self) -> bool:
+        return self._wakes is not None
+
+    async def close(self) -> None:
+        self._wakes = None
+        await self._stack.aclose()
+
+    async def frames(self) -> AsyncIterator[Frame]:
+        while True:
+            while self._page is not None:
+                page, self._page = self._page, None
+                if page.earliest > self.cursor + 1:
+                    yield ResyncFrame(self.cursor, page.earliest, page.head)
+                    return
+                self._head = max(self._head, page.head)
+                self._closed = self._closed or page.closed
+                for record in page.records:
+                    if record.sequence <= self.cursor:
+                        continue
+                    yield RecordFrame(record)
+                    self.cursor = record.sequence
+                if len(page.records) >= self._node.page_size or self._head > self.cursor:
+                    self._page = await self._read()
+                    if not self._page.records and self._page.earliest <= self.cursor + 1:
+                        self._head = self._page.head
+                        self._closed = self._closed or self._page.closed
+                        self._page = None
+            if self._closed and self.cursor >= self._head:
+                yield EndFrame(self.cursor)
+                return
+            if self._wakes is None:
+                self._page = await self._read()
+                continue
+            signal = await self._wakes.next(self._node.keepalive_seconds)
+            if signal is None:
+                yield KeepaliveFrame()
+                self._page = await self._read()
+            elif isinstance(signal, LiveChunk):
+                yield LiveFrame(signal)
+            else:
+                async for frame in self._on_wake(signal):
+                    yield frame
+
+    async def _on_wake(self, wake: Wake) -> AsyncIterator[Frame]:
+        self._head = max(self._head, wake.head)
+        self._closed = self._closed or wake.closed
+        if wake.records is None:
+            self._page = await self._read()
+            return
+        fresh = [record for record in wake.records if record.sequence > self.cursor]
+        missed = fresh[0].sequence > self.cursor + 1 if fresh else self._head > self.cursor
+        if missed:
+            # Records between our cursor and this wake were never seen: a lost
+            # wake. Serve the gap from the store before anything newer.
+            await self._gaps.record_gap(self.key, self.cursor + 1,
+                                        fresh[0].sequence if fresh else self._head)
+            self._page = await self._read()
+            return
+        for record in fresh:
+            yield RecordFrame(record)
+            self.cursor = record.sequence
+
+    async def _read(self) -> RecordPage:
+        return await self._reader.read_page(self.key, self.cursor, self._node.page_size)
+
+
+class Follower:
+    """Opens follows: checks access and the cursor before any frame is produced, so a
+    refused or pruned cursor is an HTTP error, not a broken stream."""
+
+    def __init__(self, store: StreamStore, reader: RecordReader, bus: WakeBus, gaps: GapEvidence,
+                 node: NodeSettings) -> None:
+        self._store = store
+        self._reader = reader
+        self._bus = bus
+        self._gaps = gaps
+        self._node = node
+        self._open_by_principal: Counter[tuple[str, str]] = Counter()
+
+    async def open(self, principal: Principal, run_id: str, stream_id: str, after: int,
+                   live: bool = False) -> Follow:
+        key = stream_key(principal, run_id, stream_id)
+        await stream_for_reading(self._store, principal, key, self._node.region, content=True)
+        who = (principal.tenant, principal.sub)
+        if self._open_by_principal[who] >= self._node.max_subscriptions_per_principal:
+            raise TooManySubscriptions("too many concurrent subscriptions for this principal",
+                                       limit=self._node.max_subscriptions_per_principal)
+        stack = AsyncExitStack()
+        self._open_by_principal[who] += 1
+        stack.callback(self._release, who)
+        try:
+            wakes: WakeSubscription | None = await stack.enter_async_context(
+                self._bus.subscribe(key, live))
+            page = await self._reader.read_page(key, after, self._node.page_size)
+            check_cursor(after, page.earliest, page.head)
+            if page.closed:
+                # A closed stream gets nothing new: serve it without a registration.
+                await stack.aclose()
+                stack = AsyncExitStack()
+                wakes = None
+        except BaseException:
+            await stack.aclose()
+            raise
+        return Follow(key, after, self._reader, self._gaps, self._node, stack, wakes, page)
+
+    def _release(self, who: tuple[str, str]) -> None:
+        self._open_by_principal[who] -= 1
+        if self._open_by_principal[who] <= 0:
+            del self._open_by_principal[who]

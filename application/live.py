@@ -1,0 +1,45 @@
+"""Use case: publish best-effort live chunks. Nothing is stored; readers may miss them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from application.access import stream_for_writing, stream_key
+from application.node import NodeSettings
+from application.ports import LiveChunk, StreamStore, WakeBus
+from domain.errors import InvalidRecord
+from domain.live_chunk import LiveSequencer, cap_chunk
+from domain.principal import Principal
+
+MAX_CHUNKS_PER_REQUEST = 1000
+
+
+class LivePublishing:
+    """Publishing never blocks or fails because of readers: a chunk with no reader is
+    dropped, an oversize chunk becomes the truncation marker, and each chunk gets a
+    monotonic `seq` so readers can see what they missed."""
+
+    def __init__(self, store: StreamStore, bus: WakeBus, sequencer: LiveSequencer,
+                 node: NodeSettings) -> None:
+        self._store = store
+        self._bus = bus
+        self._sequencer = sequencer
+        self._node = node
+
+    async def publish(self, principal: Principal, run_id: str, stream_id: str,
+                      chunks: Sequence[Any], source: str | None = None,
+                      attempt: int | None = None, first_index: int = 0) -> int:
+        if not isinstance(chunks, list) or not 0 < len(chunks) <= MAX_CHUNKS_PER_REQUEST:
+            raise InvalidRecord(f"chunks must be a list of 1-{MAX_CHUNKS_PER_REQUEST} items")
+        if source is not None and (not isinstance(source, str) or not 0 < len(source) <= 128):
+            raise InvalidRecord("source must be a string of 1-128 chars")
+        if attempt is not None and (not isinstance(attempt, int) or attempt < 1):
+            raise InvalidRecord("attempt must be a positive integer")
+        key = stream_key(principal, run_id, stream_id)
+        await stream_for_writing(self._store, principal, key, self._node.region)
+        for offset, chunk in enumerate(chunks):
+            await self._bus.publish_live(LiveChunk(
+                stream=key, seq=self._sequencer.next(key.channel_key), data=cap_chunk(chunk),
+                source=source, attempt=attempt, index=first_index + offset))
+        return len(chunks)

@@ -1,0 +1,17 @@
+"""What a use case needs to know about the node it runs on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class NodeSettings:
+    region: str = "local"
+    keepalive_seconds: float = 15.0
+    page_size: int = 256
+    object_intent_ttl_seconds: int = 3600
+    max_subscriptions_per_principal: int = 100
+    delivery_lease_seconds: float = 30.0
+    delivery_max_attempts: int = 8
+    orphan_grace_seconds: int = 3600

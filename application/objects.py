@@ -1,0 +1,140 @@
+"""Use cases: large objects through prepare → upload → commit (or abort)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator
+from datetime import timedelta
+
+from application.access import stream_for_reading, stream_for_writing, stream_key
+from application.appending import Appender
+from application.node import NodeSettings
+from application.ports import Clock, ObjectStore, StreamSession, StreamStore
+from domain.errors import DomainError, NotFound, ObjectStateConflict, RunErased
+from domain.identifiers import StreamKey, object_intent_id
+from domain.object_intent import AuthorizationReceipt, IntentState, ObjectIntent, ObjectPins
+from domain.principal import Principal
+from domain.records import draft_for_object
+from domain.residency import object_region_for
+
+
+class Objects:
+    """A record that references a body appears only after the object store confirmed
+    the body's size and digest and the metadata commit agrees. Keys are server-owned;
+    bodies go only to stores of the stream's pinned object regions."""
+
+    def __init__(self, store: StreamStore, objects: ObjectStore, appender: Appender,
+                 clock: Clock, node: NodeSettings) -> None:
+        self._store = store
+        self._objects = objects
+        self._appender = appender
+        self._clock = clock
+        self._node = node
+
+    async def prepare(self, principal: Principal, run_id: str, stream_id: str,
+                      pins: ObjectPins) -> tuple[ObjectIntent, bool]:
+        """Same idempotency key → same intent (True when created now)."""
+        key = stream_key(principal, run_id, stream_id)
+        stream = await stream_for_writing(self._store, principal, key, self._node.region)
+        pins.validate()
+        region = object_region_for(stream.definition.placement, self._node.region)
+        receipt = AuthorizationReceipt(principal.sub, tuple(sorted(principal.scopes)),
+                                       principal.token_id)
+        expires_at = self._clock.now() + timedelta(seconds=self._node.object_intent_ttl_seconds)
+        async with self._store.lock(key) as session:
+            if session.stream.erased:
+                raise RunErased("the run was erased; nothing more is stored")
+            existing = await session.intent(str(object_intent_id(key, pins.idempotency_key)))
+            if existing is not None:
+                existing.ensure_same_pins(pins)
+                return existing, False
+            intent = ObjectIntent.prepare(key, pins, receipt, expires_at, region)
+            session.save_intent(intent)
+            return intent, True
+
+    async def upload(self, principal: Principal, run_id: str, stream_id: str, object_id: str,
+                     body: AsyncIterable[bytes]) -> ObjectIntent:
+        """Stream the body to the store, verify it, then record the evidence.
+
+        The body is written outside the row lock; if the intent stopped being
+        live meanwhile (aborted, expired, erased) the body is removed again.
+        """
+        key = stream_key(principal, run_id, stream_id)
+        await stream_for_writing(self._store, principal, key, self._node.region)
+        intent = await self._intent(key, object_id)
+        intent.ensure_uploadable()
+        evidence = await self._objects.put(intent.region, intent.object_key, body, intent.size,
+                                           intent.sha256)
+        try:
+            async with self._store.lock(key) as session:
+                locked = await self._locked_intent(session, object_id)
+                locked.record_upload(evidence.size, evidence.sha256)
+                session.save_intent(locked)
+                return locked
+        except DomainError:
+            await self._objects.delete(intent.region, intent.object_key)
+            raise
+
+    async def commit(self, principal: Principal, run_id: str, stream_id: str,
+                     object_id: str) -> tuple[int, bool]:
+        """Append the referencing record once; returns (sequence, created now)."""
+        key = stream_key(principal, run_id, stream_id)
+        await stream_for_writing(self._store, principal, key, self._node.region)
+        intent = await self._intent(key, object_id)
+        earlier = intent.committed_sequence()
+        if earlier is not None:
+            return earlier, False
+        evidence = await self._objects.stat(intent.region, intent.object_key)
+        if evidence is None or (evidence.size, evidence.sha256) != (intent.size, intent.sha256):
+            raise ObjectStateConflict("the object store does not confirm the uploaded body",
+                                      state=intent.state)
+        draft = draft_for_object(intent.reference, idempotency_key=f"object:{object_id}")
+        async with self._store.lock(key) as session:
+            locked = await self._locked_intent(session, object_id)
+            earlier = locked.committed_sequence()
+            if earlier is not None:
+                return earlier, False
+            result = await self._appender.append_in(session, [draft])
+            locked.commit(result.sequences[0])
+            session.save_intent(locked)
+            return result.sequences[0], True
+
+    async def abort(self, principal: Principal, run_id: str, stream_id: str,
+                    object_id: str) -> ObjectIntent:
+        key = stream_key(principal, run_id, stream_id)
+        await stream_for_writing(self._store, principal, key, self._node.region)
+        async with self._store.lock(key) as session:
+            intent = await self._locked_intent(session, object_id)
+            intent.abort()
+            session.save_intent(intent)
+        # An upload may still be in flight; deleting an absent body is harmless.
+        await self._objects.delete(intent.region, intent.object_key)
+        return intent
+
+    async def get(self, principal: Principal, run_id: str, stream_id: str,
+                  object_id: str) -> ObjectIntent:
+        key = stream_key(principal, run_id, stream_id)
+        await stream_for_reading(self._store, principal, key, self._node.region, content=False)
+        return await self._intent(key, object_id)
+
+    async def body(self, principal: Principal, run_id: str, stream_id: str,
+                   object_id: str) -> tuple[ObjectIntent, AsyncIterator[bytes]]:
+        """Only committed bodies are served, and only where the pins allow egress."""
+        key = stream_key(principal, run_id, stream_id)
+        await stream_for_reading(self._store, principal, key, self._node.region, content=True)
+        intent = await self._intent(key, object_id)
+        if intent.current_state is not IntentState.COMMITTED:
+            raise NotFound("object body not available")
+        return intent, self._objects.open(intent.region, intent.object_key)
+
+    async def _intent(self, key: StreamKey, object_id: str) -> ObjectIntent:
+        intent = await self._store.load_intent(key, object_id)
+        if intent is None:
+            raise NotFound("object not found")
+        return intent
+
+    @staticmethod
+    async def _locked_intent(session: StreamSession, object_id: str) -> ObjectIntent:
+        intent = await session.intent(object_id)
+        if intent is None:
+            raise NotFound("object not found")
+        return intent

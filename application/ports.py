@@ -1,0 +1,276 @@
+"""Ports: what the use cases need from the outside world, as Protocols.
+
+Each port's docstring is its contract. The in-memory adapters and the
+Postgres/S3 adapters implement the same contracts and run the same contract
+tests in `tests/contracts/`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from domain.identifiers import RunKey, StreamKey
+from domain.object_intent import ObjectIntent
+from domain.records import ObjectRef
+from domain.stream import Stream
+
+
+@dataclass(frozen=True)
+class StoredRecord:
+    """A committed record as readers see it (bodies already redacted)."""
+
+    sequence: int
+    content_type: str
+    appended_at: datetime
+    size: int
+    payload: Any = None
+    has_payload: bool = False
+    data: bytes | None = None
+    object: ObjectRef | None = None
+    idempotency_key: str | None = None
+
+
+@dataclass(frozen=True)
+class RecordPage:
+    """Records above a cursor, with the stream's status read in the same snapshot."""
+
+    records: Sequence[StoredRecord]
+    head: int
+    earliest: int
+    closed: bool
+
+
+@dataclass(frozen=True)
+class Wake:
+    """A doorbell: something changed on `stream` and was committed.
+
+    `records` carries the newly committed records when they are small enough
+    to ride along (a reader may use them instead of reading the store); None
+    means "re-read from your cursor" (too large, coalesced, or the bus
+    reconnected). A wake is only ever a hint: losing one delays, never loses.
+    """
+
+    stream: StreamKey
+    head: int
+    closed: bool = False
+    records: tuple[StoredRecord, ...] | None = None
+
+
+@dataclass(frozen=True)
+class LiveChunk:
+    """A best-effort chunk: stored nowhere, dropped when nobody listens."""
+
+    stream: StreamKey
+    seq: int
+    data: Any
+    source: str | None = None
+    attempt: int | None = None
+    index: int | None = None
+
+
+@dataclass(frozen=True)
+class ObjectEvidence:
+    """What the object store confirms about a stored body."""
+
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Removed:
+    """What a prune or erasure removed from the records table."""
+
+    records: int
+    objects: tuple[ObjectRef, ...] = ()
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """An input record waiting to be published to the workflow, with its claim."""
+
+    stream: StreamKey
+    sequence: int
+    attempts: int
+    claimed_by: str | None = None
+    last_error: str | None = None
+    dead: bool = False
+
+
+class StreamSession(Protocol):
+    """One unit of work on one stream, holding that stream's row lock.
+
+    `stream` is the aggregate loaded under the lock. On a clean exit of the
+    store's `lock()` context, the store persists in ONE transaction: the new
+    events of `stream` and of every saved intent, the stream snapshot, the
+    staged records with their idempotency receipts, the staged input
+    deliveries and removals; then it commits, and only after the commit does a
+    wake reach readers. On an exception nothing is persisted.
+    """
+
+    stream: Stream
+    run_erased: bool
+
+    async def receipts(self, keys: Sequence[str]) -> Mapping[str, int]:
+        """The sequences already recorded for these idempotency keys on this stream."""
+        ...
+
+    async def intent(self, object_id: str) -> ObjectIntent | None: ...
+
+    async def intents(self) -> Sequence[ObjectIntent]:
+        """Every intent of this stream, whatever its state."""
+        ...
+
+    def add_records(self, records: Sequence[StoredRecord]) -> None: ...
+
+    def add_deliveries(self, sequences: Sequence[int]) -> None:
+        """Stage one input-delivery outbox row per sequence (input streams)."""
+        ...
+
+    def save_intent(self, intent: ObjectIntent) -> None: ...
+
+    async def remove_records_through(self, sequence: int) -> Removed:
+        """Delete record rows up to `sequence`; report removed objects for deletion."""
+        ...
+
+
+class StreamStore(Protocol):
+    """Streams, their records and intents: the source of truth.
+
+    Sequences are assigned from the locked row only. A stream key includes the
+    tenant, so another tenant's stream is simply not found.
+    """
+
+    async def create(self, stream: Stream) -> tuple[Stream, bool]:
+        """Insert a new stream and return it with True; if the key exists already,
+        return the stored stream unchanged with False."""
+        ...
+
+    def lock(self, key: StreamKey) -> AbstractAsyncContextManager[StreamSession]:
+        """Lock the stream row for one unit of work; raises `NotFound` when absent."""
+        ...
+
+    async def load(self, key: StreamKey) -> Stream | None:
+        """The latest committed state, without a lock."""
+        ...
+
+    async def list_run(self, run: RunKey) -> Sequence[Stream]: ...
+
+    async def load_intent(self, key: StreamKey, object_id: str) -> ObjectIntent | None: ...
+
+    async def mark_run_erased(self, run: RunKey) -> None: ...
+
+    async def is_run_erased(self, run: RunKey) -> bool: ...
+
+
+class RecordReader(Protocol):
+    """Reads committed records (never uncommitted ones) in ascending sequence order."""
+
+    async def read_page(self, key: StreamKey, after: int, limit: int) -> RecordPage:
+        """Up to `limit` records with `sequence > after`, ascending, and the status
+        of the same snapshot; raises `NotFound` when the stream does not exist."""
+        ...
+
+    async def newest_appended_before(self, key: StreamKey, cutoff: datetime) -> int:
+        """The highest sequence appended at or before `cutoff` (0 when none)."""
+        ...
+
+
+class WakeSubscription(Protocol):
+    async def next(self, timeout: float) -> Wake | LiveChunk | None:
+        """The next wake or live chunk, or None when `timeout` seconds pass without one.
+
+        The queue behind it is bounded: overflowing wakes are coalesced into one
+        wake without records (so the reader re-reads), overflowing live chunks
+        are dropped (their `seq` shows the gap).
+        """
+        ...
+
+
+class WakeBus(Protocol):
+    """Fan-out of wake signals and live chunks to readers in this process.
+
+    `subscribe` registers before returning, so anything committed after the
+    `async with` line is entered produces a wake for that subscription.
+    """
+
+    def subscribe(
+        self, key: StreamKey, live: bool = False
+    ) -> AbstractAsyncContextManager[WakeSubscription]: ...
+
+    async def publish_live(self, chunk: LiveChunk) -> None:
+        """Best effort: never raises and never waits for readers."""
+        ...
+
+
+class ObjectStore(Protocol):
+    """Object bodies, one store per region; keys are always chosen by Runnel.
+
+    `put` streams the body and verifies size and SHA-256 itself (emulators
+    accept wrong checksums): on a mismatch it keeps nothing and raises
+    `SizeMismatch` / `DigestMismatch`.
+    """
+
+    async def put(self, region: str, key: str, body: AsyncIterable[bytes], size: int,
+                  sha256: str) -> ObjectEvidence: ...
+
+    async def stat(self, region: str, key: str) -> ObjectEvidence | None: ...
+
+    def open(self, region: str, key: str) -> AsyncIterator[bytes]: ...
+
+    async def delete(self, region: str, key: str) -> None:
+        """Remove a body; removing an absent one is fine."""
+        ...
+
+
+class GapEvidence(Protocol):
+    """Where readers report a wake that revealed missing sequences."""
+
+    async def record_gap(self, key: StreamKey, expected: int, received: int) -> None: ...
+
+
+class DeliveryOutbox(Protocol):
+    """Input-delivery rows, claimed with a lease so a dead worker's rows are taken over."""
+
+    async def claim(self, worker: str, now: datetime, lease_seconds: float,
+                    limit: int) -> Sequence[Delivery]: ...
+
+    async def complete(self, key: StreamKey, sequence: int) -> None: ...
+
+    async def retry(self, key: StreamKey, sequence: int, error: str,
+                    next_attempt_at: datetime) -> None: ...
+
+    async def dead_letter(self, key: StreamKey, sequence: int, error: str) -> None: ...
+
+    async def dead_letters(self, key: StreamKey) -> Sequence[Delivery]: ...
+
+
+@dataclass(frozen=True)
+class InputEvent:
+    """What the workflow receives for one input record; `event_id` is deterministic."""
+
+    event_id: str
+    run_id: str
+    stream_id: str
+    sequence: int
+    record: Mapping[str, Any] = field(default_factory=dict)
+
+
+class WorkflowWaitService(Protocol):
+    """The workflow engine's resume authority. Delivery is at-least-once; the
+    service deduplicates by `event_id`. Raises on failure so the row is retried."""
+
+    async def publish(self, event: InputEvent) -> None: ...
+
+
+class Clock(Protocol):
+    def now(self) -> datetime:
+        """Timezone-aware UTC."""
+        ...
+
+
+class IdGenerator(Protocol):
+    def new_id(self) -> str: ...

@@ -1,0 +1,71 @@
+"""Every use case, built once from a set of ports: what entrypoints and tests hold."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from application.appending import Appender
+from application.consumers import Acknowledger
+from application.definitions import StreamDefinitions
+from application.delivery import InputDispatcher
+from application.following import Follower
+from application.lifecycle import StreamLifecycle
+from application.live import LivePublishing
+from application.node import NodeSettings
+from application.objects import Objects
+from application.ports import (
+    Clock,
+    DeliveryOutbox,
+    GapEvidence,
+    ObjectStore,
+    RecordReader,
+    StreamStore,
+    WakeBus,
+    WorkflowWaitService,
+)
+from application.reading import RecordReading
+from application.retention import RetentionPruner
+from domain.live_chunk import LiveSequencer
+
+
+@dataclass(frozen=True)
+class Ports:
+    store: StreamStore
+    reader: RecordReader
+    bus: WakeBus
+    objects: ObjectStore
+    gaps: GapEvidence
+    outbox: DeliveryOutbox
+    wait_service: WorkflowWaitService
+    clock: Clock
+
+
+@dataclass(frozen=True)
+class RunnelService:
+    definitions: StreamDefinitions
+    appender: Appender
+    reading: RecordReading
+    follower: Follower
+    acks: Acknowledger
+    lifecycle: StreamLifecycle
+    objects: Objects
+    live: LivePublishing
+    retention: RetentionPruner
+    dispatcher: InputDispatcher
+
+    @classmethod
+    def build(cls, ports: Ports, node: NodeSettings, live_epoch: int) -> RunnelService:
+        appender = Appender(ports.store, ports.bus, ports.clock, node)
+        return cls(
+            definitions=StreamDefinitions(ports.store, ports.clock, node),
+            appender=appender,
+            reading=RecordReading(ports.store, ports.reader, node),
+            follower=Follower(ports.store, ports.reader, ports.bus, ports.gaps, node),
+            acks=Acknowledger(ports.store, node),
+            lifecycle=StreamLifecycle(ports.store, ports.objects, node),
+            objects=Objects(ports.store, ports.objects, appender, ports.clock, node),
+            live=LivePublishing(ports.store, ports.bus, LiveSequencer(live_epoch), node),
+            retention=RetentionPruner(ports.store, ports.reader, ports.objects, ports.clock),
+            dispatcher=InputDispatcher(ports.outbox, ports.reader, ports.wait_service,
+                                       ports.clock, node),
+        )

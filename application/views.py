@@ -1,0 +1,52 @@
+"""The wire shapes of streams and records (SPEC §12), shared by HTTP, SSE and delivery."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from application.ports import StoredRecord
+from domain.stream import Stream
+
+API_PREFIX = "/api/workflow-streams"
+
+
+def stream_view(stream: Stream) -> dict[str, Any]:
+    return {
+        "run_id": stream.run_id,
+        "stream_id": stream.stream_id,
+        "definition": stream.definition.to_wire(),
+        "status": {
+            "head": stream.head,
+            "earliest": stream.earliest,
+            "closed": stream.closed,
+            "legal_hold": stream.legal_hold,
+            "erased": stream.erased,
+            "consumers": dict(stream.acks),
+        },
+        "created_at": stream.created_at.isoformat(),
+    }
+
+
+def record_envelope(record: StoredRecord, run_id: str, stream_id: str) -> dict[str, Any]:
+    envelope: dict[str, Any] = {
+        "sequence": record.sequence,
+        "content_type": record.content_type,
+        "appended_at": record.appended_at.isoformat(),
+    }
+    if record.has_payload:
+        envelope["payload"] = record.payload
+    elif record.data is not None:
+        envelope["data"] = base64.b64encode(record.data).decode()
+    elif record.object is not None:
+        ref = record.object
+        envelope["object"] = {
+            "object_id": ref.object_id,
+            "size": ref.size,
+            "sha256": ref.sha256,
+            "content_type": ref.content_type,
+            "href": f"{API_PREFIX}/runs/{run_id}/streams/{stream_id}/objects/{ref.object_id}/body",
+        }
+    if record.idempotency_key is not None:
+        envelope["idempotency_key"] = record.idempotency_key
+    return envelope

@@ -1,0 +1,41 @@
+"""Producer credit: may a batch of `items` records totalling `size` bytes be appended now?
+
+Decided from durable counts only: what is unread after the slowest consumer's
+ack (or above the earliest retained record when no consumer exists) and what
+the stream has stored over its lifetime.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from domain.definition import CreditPins
+
+
+class CreditVerdict(Enum):
+    GRANTED = "granted"
+    UNREAD_FULL = "unread_full"
+    QUOTA_EXHAUSTED = "quota_exhausted"
+    NEVER_FITS = "never_fits"
+
+
+@dataclass(frozen=True)
+class Usage:
+    unread_items: int
+    unread_bytes: int
+    total_items: int
+    total_bytes: int
+
+
+def decide_credit(pins: CreditPins, usage: Usage, items: int, size: int) -> CreditVerdict:
+    """The lifetime quota wins over the unread ceiling: a full quota never frees up by acking."""
+    if items > pins.max_unread_items or size > pins.max_unread_bytes:
+        return CreditVerdict.NEVER_FITS
+    if (usage.total_items + items > pins.max_total_items
+            or usage.total_bytes + size > pins.max_total_bytes):
+        return CreditVerdict.QUOTA_EXHAUSTED
+    if (usage.unread_items + items > pins.max_unread_items
+            or usage.unread_bytes + size > pins.max_unread_bytes):
+        return CreditVerdict.UNREAD_FULL
+    return CreditVerdict.GRANTED

@@ -1,0 +1,169 @@
+"""The stream definition: every pin a stream carries for life.
+
+Pins are validated and defaulted once, at creation, and never change after.
+Defaults that depend on where the stream is created (the node's region) are
+filled by `build_definition`, so a stored definition is always complete.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from domain.errors import ForbiddenContentClass, InvalidDefinition
+from domain.identifiers import validate_id
+from domain.redaction import parse_pointer
+
+FORBIDDEN_CONTENT_CLASSES = frozenset({"model.reasoning.raw"})
+MAX_UNREAD_ITEMS_CEILING = 100_000
+MAX_CONSUMERS = 64
+
+
+class _Pins(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+
+class CreditPins(_Pins):
+    max_unread_items: int = Field(1000, gt=0, le=MAX_UNREAD_ITEMS_CEILING)
+    max_unread_bytes: int = Field(8 * 1024 * 1024, gt=0)
+    max_total_items: int = Field(100_000, gt=0)
+    max_total_bytes: int = Field(1024 * 1024 * 1024, gt=0)
+    on_unread_full: Literal["reject", "block"] = "reject"
+    block_timeout_seconds: float = Field(5, ge=0, le=60)
+
+    @field_validator("block_timeout_seconds", mode="before")
+    @classmethod
+    def _number(cls, value: Any) -> Any:
+        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+class RetentionPins(_Pins):
+    max_age_seconds: int | None = Field(None, gt=0)
+    max_records: int | None = Field(None, gt=0)
+
+
+class RedactionPins(_Pins):
+    mask: tuple[str, ...] = ()
+
+    @field_validator("mask", mode="before")
+    @classmethod
+    def _pointers(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            value = tuple(value)
+        if isinstance(value, tuple):
+            for pointer in value:
+                if not isinstance(pointer, str):
+                    raise ValueError("mask entries must be JSON pointers")
+                parse_pointer(pointer)
+        return value
+
+
+class PlacementPins(_Pins):
+    metadata_home: str
+    metadata_replicas: tuple[str, ...] = ()
+    object_regions: tuple[str, ...]
+    client_egress_regions: tuple[str, ...]
+    log_region: str
+
+    @field_validator("metadata_replicas", "object_regions", "client_egress_regions", mode="before")
+    @classmethod
+    def _tuple(cls, value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
+
+    @model_validator(mode="after")
+    def _regions(self) -> PlacementPins:
+        for region in (self.metadata_home, self.log_region, *self.metadata_replicas,
+                       *self.object_regions, *self.client_egress_regions):
+            validate_id(region, "region")
+        if not self.object_regions:
+            raise ValueError("object_regions must not be empty")
+        if not self.client_egress_regions:
+            raise ValueError("client_egress_regions must not be empty")
+        if self.metadata_home in self.metadata_replicas:
+            raise ValueError("metadata_home must not also be a replica")
+        return self
+
+
+class AuthorizationPins(_Pins):
+    readers: tuple[str, ...] = ("*",)
+    writers: tuple[str, ...] = ("*",)
+
+    @field_validator("readers", "writers", mode="before")
+    @classmethod
+    def _tuple(cls, value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
+
+
+class StreamDefinition(_Pins):
+    """The complete, immutable definition of one stream."""
+
+    stream_id: str
+    direction: Literal["output", "input"] = "output"
+    mode: Literal["durable", "best_effort"] = "durable"
+    content_class: str = Field(min_length=1, max_length=128)
+    credit: CreditPins = CreditPins()
+    retention: RetentionPins = RetentionPins()
+    redaction: RedactionPins = RedactionPins()
+    placement: PlacementPins
+    authorization: AuthorizationPins = AuthorizationPins()
+    consumers: tuple[str, ...] = ()
+
+    @field_validator("consumers", mode="before")
+    @classmethod
+    def _consumers(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            value = tuple(value)
+        if isinstance(value, tuple):
+            if len(value) > MAX_CONSUMERS:
+                raise ValueError(f"at most {MAX_CONSUMERS} consumers")
+            if len(set(value)) != len(value):
+                raise ValueError("consumers must be unique")
+            for consumer in value:
+                validate_id(consumer, "consumer_id")
+        return value
+
+    @field_validator("stream_id")
+    @classmethod
+    def _stream_id(cls, value: str) -> str:
+        return validate_id(value, "stream_id")
+
+    def to_wire(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+def default_placement(node_region: str) -> dict[str, Any]:
+    return {
+        "metadata_home": node_region,
+        "metadata_replicas": [],
+        "object_regions": [node_region],
+        "client_egress_regions": [node_region],
+        "log_region": node_region,
+    }
+
+
+def build_definition(raw: dict[str, Any], node_region: str) -> StreamDefinition:
+    """Validate a requested definition and fill every default.
+
+    Raises `ForbiddenContentClass` for raw hidden model reasoning and
+    `InvalidDefinition` (with the offending field) for anything else.
+    """
+    if not isinstance(raw, dict):
+        raise InvalidDefinition("definition must be a JSON object")
+    if raw.get("content_class") in FORBIDDEN_CONTENT_CLASSES:
+        raise ForbiddenContentClass(
+            f"content_class {raw['content_class']!r} may not be streamed", field="content_class"
+        )
+    filled = dict(raw)
+    if filled.get("placement") is None:
+        filled["placement"] = default_placement(node_region)
+    elif isinstance(filled["placement"], dict):
+        home = filled["placement"].get("metadata_home", node_region)
+        base = default_placement(home if isinstance(home, str) else node_region)
+        filled["placement"] = base | filled["placement"]
+    try:
+        return StreamDefinition.model_validate(filled)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "definition"
+        raise InvalidDefinition(f"{where}: {first['msg']}", field=where) from None

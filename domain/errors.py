@@ -1,0 +1,156 @@
+"""Every rule the domain refuses, as an exception with a stable machine code.
+
+The HTTP layer maps each class to a status in one table; the `code` is what
+clients match on, so it never changes once released.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class DomainError(Exception):
+    """A command was refused; the aggregate did not change."""
+
+    code = "domain_error"
+
+    def __init__(self, detail: str, **extra: Any) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.extra = extra
+
+
+class InvalidIdentifier(DomainError):
+    code = "invalid_identifier"
+
+
+class InvalidDefinition(DomainError):
+    code = "invalid_definition"
+
+
+class ForbiddenContentClass(DomainError):
+    code = "invalid_content_class"
+
+
+class InvalidRecord(DomainError):
+    code = "invalid_record"
+
+
+class InvalidCursor(DomainError):
+    code = "invalid_cursor"
+
+
+class FutureCursor(DomainError):
+    code = "future_cursor"
+
+
+class CursorPruned(DomainError):
+    """The record after the cursor was removed by retention; the reader must resync."""
+
+    code = "cursor_pruned"
+
+    def __init__(self, requested: int, earliest: int, latest: int) -> None:
+        super().__init__(
+            f"records after {requested} were pruned; earliest retained is {earliest}",
+            requested=requested,
+            earliest=earliest,
+            latest=latest,
+            reason="resync",
+        )
+        self.requested = requested
+        self.earliest = earliest
+        self.latest = latest
+
+
+class NotFound(DomainError):
+    code = "not_found"
+
+
+class DefinitionConflict(DomainError):
+    code = "definition_conflict"
+
+
+class StreamClosed(DomainError):
+    code = "stream_closed"
+
+
+class QuotaExhausted(DomainError):
+    code = "quota_exhausted"
+
+
+class Backpressure(DomainError):
+    """The unread ceiling is reached; retry after the slowest consumer acks."""
+
+    code = "backpressure"
+
+    def __init__(self, detail: str, retry_after_seconds: int = 1) -> None:
+        super().__init__(detail, retry_after_seconds=retry_after_seconds)
+        self.retry_after_seconds = retry_after_seconds
+
+
+class TooLarge(DomainError):
+    code = "too_large"
+
+
+class AckRegression(DomainError):
+    code = "ack_regression"
+
+
+class AckBeyondHead(DomainError):
+    code = "ack_beyond_head"
+
+
+class ConsumerScope(DomainError):
+    code = "consumer_scope"
+
+
+class Unauthenticated(DomainError):
+    code = "unauthenticated"
+
+
+class Forbidden(DomainError):
+    code = "forbidden"
+
+
+class WrongRegion(DomainError):
+    code = "wrong_region"
+
+
+class EgressDenied(DomainError):
+    code = "egress_denied"
+
+
+class RunErased(DomainError):
+    code = "run_erased"
+
+
+class StreamHeld(DomainError):
+    code = "legal_hold"
+
+
+class DigestMismatch(DomainError):
+    code = "digest_mismatch"
+
+
+class SizeMismatch(DomainError):
+    code = "size_mismatch"
+
+
+class ObjectNotUploaded(DomainError):
+    code = "object_not_uploaded"
+
+
+class ObjectStateConflict(DomainError):
+    """The intent is in a state that does not allow the command (aborted, expired, committed)."""
+
+    code = "object_state_conflict"
+
+
+class ObjectIntentConflict(DomainError):
+    """The idempotency key was already used for an intent with different pins."""
+
+    code = "object_intent_conflict"
+
+
+class TooManySubscriptions(DomainError):
+    code = "too_many_subscriptions"

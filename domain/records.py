@@ -1,0 +1,92 @@
+"""A record as a producer submits it, before it has a sequence; and its size rules."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+from typing import Any
+
+from domain.errors import InvalidRecord, TooLarge
+from domain.live_chunk import compact_json
+from domain.redaction import redact
+
+INLINE_MAX_BYTES = 64 * 1024
+OBJECT_MAX_BYTES = 32 * 1024 * 1024
+IDEMPOTENCY_KEY_MAX = 200
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    object_id: str
+    size: int
+    sha256: str
+    content_type: str
+
+
+@dataclass(frozen=True)
+class Draft:
+    """One record of an append batch: exactly one of `payload` (JSON), `data` (bytes), `object`."""
+
+    content_type: str
+    size: int
+    payload: Any = None
+    data: bytes | None = None
+    object: ObjectRef | None = None
+    idempotency_key: str | None = None
+    has_payload: bool = False
+
+
+def draft_from_wire(item: Any, mask: tuple[str, ...]) -> Draft:
+    """Validate one submitted record, apply redaction, and size it.
+
+    A JSON payload's size is its compact UTF-8 encoding after redaction; base64
+    `data` is sized as decoded bytes. Either over 64 KiB is refused.
+    """
+    if not isinstance(item, dict):
+        raise InvalidRecord("each record must be a JSON object")
+    unknown = set(item) - {"payload", "data", "content_type", "idempotency_key"}
+    if unknown:
+        raise InvalidRecord(f"unknown record fields: {sorted(unknown)}")
+    key = item.get("idempotency_key")
+    if key is not None and (not isinstance(key, str) or not 0 < len(key) <= IDEMPOTENCY_KEY_MAX):
+        raise InvalidRecord(f"idempotency_key must be a string of 1-{IDEMPOTENCY_KEY_MAX} chars")
+    content_type = item.get("content_type")
+    if content_type is not None and (not isinstance(content_type, str)
+                                     or not 0 < len(content_type) <= 255):
+        raise InvalidRecord("content_type must be a string of 1-255 chars")
+    if ("payload" in item) == ("data" in item):
+        raise InvalidRecord("a record carries exactly one of payload or data")
+    if "payload" in item:
+        payload = redact(item["payload"], mask)
+        size = len(compact_json(payload))
+        _check_inline(size)
+        return Draft(content_type or "application/json", size, payload=payload,
+                     idempotency_key=key, has_payload=True)
+    encoded = item["data"]
+    if not isinstance(encoded, str):
+        raise InvalidRecord("data must be a base64 string")
+    if len(encoded) > (INLINE_MAX_BYTES * 4) // 3 + 4:
+        raise TooLarge(f"inline record exceeds {INLINE_MAX_BYTES} bytes", limit=INLINE_MAX_BYTES)
+    try:
+        data = base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidRecord("data is not valid base64") from None
+    _check_inline(len(data))
+    return Draft(content_type or "application/octet-stream", len(data), data=data,
+                 idempotency_key=key)
+
+
+def draft_for_object(ref: ObjectRef, idempotency_key: str | None) -> Draft:
+    """An object record weighs what its reference weighs: the body lives in the object store
+    and is bounded there, so credit counts only what readers are handed inline."""
+    reference = {"object_id": ref.object_id, "size": ref.size, "sha256": ref.sha256,
+                 "content_type": ref.content_type}
+    return Draft(ref.content_type, len(compact_json(reference)), object=ref,
+                 idempotency_key=idempotency_key)
+
+
+def _check_inline(size: int) -> None:
+    if size > INLINE_MAX_BYTES:
+        raise TooLarge(f"inline record exceeds {INLINE_MAX_BYTES} bytes", limit=INLINE_MAX_BYTES,
+                       size=size)

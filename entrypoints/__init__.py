@@ -1,0 +1,1 @@
+"""Entrypoints: the composition root, the HTTP API, the CLI and the workers."""
