@@ -1,0 +1,56 @@
+"""What a follower does with each SSE frame, shared by the sync and async clients.
+
+The follower keeps the cursor: a reconnect resumes with `Last-Event-ID` set to
+the last sequence it yielded, and anything at or below it is dropped, so a
+caller sees every record exactly once, in order.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from client.errors import ResyncRequired
+from client.wire import LiveEvent, Record
+
+
+class StreamEnded(Exception):
+    """The stream was closed and every record was delivered."""
+
+
+@dataclass
+class FollowState:
+    cursor: int
+    reconnects: int = 0
+    duplicates: int = 0
+    gaps: int = 0
+    last_event_at: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def headers(self) -> dict[str, str]:
+        return {"Last-Event-ID": str(self.cursor), "Accept": "text/event-stream"}
+
+    def accept(self, event: str, data: str) -> Record | LiveEvent | None:
+        """Turn one frame into what the caller sees (None: nothing to show)."""
+        if event == "record":
+            record = Record.from_wire(json.loads(data))
+            if record.sequence <= self.cursor:
+                self.duplicates += 1
+                return None
+            if record.sequence != self.cursor + 1:
+                self.gaps += 1
+            self.cursor = record.sequence
+            return record
+        if event == "live":
+            return LiveEvent(json.loads(data))
+        if event == "end":
+            raise StreamEnded
+        if event == "resync":
+            problem = json.loads(data)
+            raise ResyncRequired(410, str(problem.get("code", "cursor_pruned")), problem)
+        return None
+
+
+def backoff(attempt: int) -> float:
+    return float(min(5.0, 0.1 * 2 ** min(attempt, 6)))

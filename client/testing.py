@@ -1,0 +1,134 @@
+"""An in-memory stand-in for the async client, so producer code can be tested without a server.
+
+It keeps Runnel's promises that producer code relies on: dense sequences,
+idempotency keys that return the original sequence, closed streams refusing
+appends, exclusive cursors, acks that only advance. It does not model credit,
+retention, auth or placement.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from client.errors import RunnelError
+from client.wire import LiveEvent, Record
+
+
+@dataclass
+class _Stream:
+    definition: dict[str, Any]
+    records: list[Record] = field(default_factory=list)
+    receipts: dict[str, int] = field(default_factory=dict)
+    acks: dict[str, int] = field(default_factory=dict)
+    live: list[dict[str, Any]] = field(default_factory=list)
+    closed: bool = False
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+def _refuse(status: int, code: str, detail: str) -> RunnelError:
+    return RunnelError(status, code, {"code": code, "detail": detail, "status": status})
+
+
+class InMemoryRunnel:
+    def __init__(self) -> None:
+        self._streams: dict[tuple[str, str], _Stream] = {}
+
+    def _stream(self, run_id: str, stream_id: str) -> _Stream:
+        stream = self._streams.get((run_id, stream_id))
+        if stream is None:
+            raise _refuse(404, "not_found", "stream not found")
+        return stream
+
+    def records(self, run_id: str, stream_id: str) -> list[Record]:
+        """Everything appended so far: what a test asserts on."""
+        return list(self._stream(run_id, stream_id).records)
+
+    def live_chunks(self, run_id: str, stream_id: str) -> list[dict[str, Any]]:
+        return list(self._stream(run_id, stream_id).live)
+
+    async def create_stream(self, run_id: str, definition: dict[str, Any]) -> dict[str, Any]:
+        key = (run_id, definition["stream_id"])
+        existing = self._streams.get(key)
+        if existing is not None and existing.definition != definition:
+            raise _refuse(409, "definition_conflict", "different definition")
+        self._streams.setdefault(key, _Stream(dict(definition)))
+        return {"run_id": run_id, "stream_id": definition["stream_id"]}
+
+    async def append(self, run_id: str, stream_id: str,
+                     records: list[dict[str, Any]]) -> dict[str, Any]:
+        stream = self._stream(run_id, stream_id)
+        if stream.closed:
+            raise _refuse(409, "stream_closed", "stream is closed")
+        sequences = []
+        for item in records:
+            key = item.get("idempotency_key")
+            if key is not None and key in stream.receipts:
+                sequences.append(stream.receipts[key])
+                continue
+            sequence = len(stream.records) + 1
+            if "data" in item:
+                base64.b64decode(item["data"], validate=True)
+            stream.records.append(Record(
+                sequence=sequence,
+                content_type=item.get("content_type") or (
+                    "application/json" if "payload" in item else "application/octet-stream"),
+                appended_at=datetime.now(UTC).isoformat(), payload=item.get("payload"),
+                data=item.get("data")))
+            if key is not None:
+                stream.receipts[key] = sequence
+            sequences.append(sequence)
+        stream.changed.set()
+        return {"sequences": sequences, "head": len(stream.records)}
+
+    async def read(self, run_id: str, stream_id: str, after: int = 0,
+                   limit: int = 100) -> dict[str, Any]:
+        stream = self._stream(run_id, stream_id)
+        if after > len(stream.records):
+            raise _refuse(400, "future_cursor", "cursor beyond head")
+        page = stream.records[after:after + limit]
+        return {"records": page, "next_cursor": page[-1].sequence if page else after,
+                "head": len(stream.records), "earliest": 1, "closed": stream.closed}
+
+    async def ack(self, run_id: str, stream_id: str, consumer_id: str,
+                  sequence: int) -> dict[str, Any]:
+        stream = self._stream(run_id, stream_id)
+        if sequence > len(stream.records):
+            raise _refuse(400, "ack_beyond_head", "ack beyond head")
+        if sequence < stream.acks.get(consumer_id, 0):
+            raise _refuse(409, "ack_regression", "ack below current")
+        stream.acks[consumer_id] = sequence
+        return {"consumer_id": consumer_id, "acked": sequence}
+
+    async def close_stream(self, run_id: str, stream_id: str) -> dict[str, Any]:
+        stream = self._stream(run_id, stream_id)
+        stream.closed = True
+        stream.changed.set()
+        return {"closed": True, "head": len(stream.records)}
+
+    async def publish_live(self, run_id: str, stream_id: str, chunks: list[Any],
+                           source: str | None = None, attempt: int | None = None,
+                           index: int | None = None) -> dict[str, Any]:
+        stream = self._stream(run_id, stream_id)
+        first = index or 0
+        stream.live.extend({"source": source, "attempt": attempt, "index": first + offset,
+                            "data": chunk} for offset, chunk in enumerate(chunks))
+        return {"accepted": len(chunks)}
+
+    async def follow(self, run_id: str, stream_id: str, after: int = 0, *,
+                     live: bool = False) -> AsyncIterator[Record | LiveEvent]:
+        """Every record above `after`, then waits for more; ends once the stream is closed."""
+        stream = self._stream(run_id, stream_id)
+        cursor = after
+        while True:
+            stream.changed.clear()
+            for record in stream.records[cursor:]:
+                cursor = record.sequence
+                yield record
+            if stream.closed:
+                return
+            await stream.changed.wait()

@@ -1,0 +1,77 @@
+"""Request shapes and response parsing shared by the sync and async clients."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from client.errors import RunnelError, error_from_response
+
+API_PREFIX = "/api/workflow-streams"
+
+
+@dataclass(frozen=True)
+class Record:
+    """A record as readers get it."""
+
+    sequence: int
+    content_type: str
+    appended_at: str
+    payload: Any = None
+    data: str | None = None
+    object: dict[str, Any] | None = None
+
+    @classmethod
+    def from_wire(cls, body: dict[str, Any]) -> Record:
+        return cls(sequence=int(body["sequence"]), content_type=body["content_type"],
+                   appended_at=body["appended_at"], payload=body.get("payload"),
+                   data=body.get("data"), object=body.get("object"))
+
+
+@dataclass(frozen=True)
+class LiveEvent:
+    """A best-effort chunk seen while following with `live=True`."""
+
+    data: Any
+
+
+def stream_path(run_id: str, stream_id: str, *rest: str) -> str:
+    parts = [API_PREFIX, "runs", quote(run_id, safe=""), "streams", quote(stream_id, safe="")]
+    return "/".join([*parts, *rest])
+
+
+def run_path(run_id: str, *rest: str) -> str:
+    return "/".join([API_PREFIX, "runs", quote(run_id, safe=""), *rest])
+
+
+def retry_after_seconds(response: httpx.Response, default: float = 1.0) -> float:
+    try:
+        return max(0.0, float(response.headers.get("Retry-After", default)))
+    except ValueError:
+        return default
+
+
+def checked(response: httpx.Response) -> dict[str, Any]:
+    """The JSON object of a 2xx response; a RunnelError for anything else."""
+    if not response.is_success:
+        raise problem_of(response)
+    body = response.json() if response.content else {}
+    return body if isinstance(body, dict) else {"items": body}
+
+
+def problem_of(response: httpx.Response) -> RunnelError:
+    try:
+        problem = response.json()
+        if not isinstance(problem, dict):
+            raise ValueError
+    except (ValueError, json.JSONDecodeError):
+        problem = {"code": "http_error", "detail": response.text[:200]}
+    return error_from_response(response.status_code, problem, retry_after_seconds(response))
+
+
+def records_body(records: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"records": records}
