@@ -108,8 +108,8 @@ WAKE_CARRY_LIMIT_BYTES = 6000
 
 
 def carried_records(records: tuple[StoredRecord, ...]) -> tuple[StoredRecord, ...] | None:
-    """Small batches ride along with their wake (readers then skip a read); larger ones
-    do not fit a NOTIFY payload, so readers re-read from the store."""
-    if sum(record.size for record in records) > WAKE_CARRY_LIMIT_BYTES:
+    """Small batches (under 6000 bytes) ride along with their wake (readers then skip a
+    read); larger ones do not fit a NOTIFY payload, so readers re-read from the store."""
+    if sum(record.size for record in records) >= WAKE_CARRY_LIMIT_BYTES:
         return None
     return records

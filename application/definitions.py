@@ -9,7 +9,7 @@ from application.access import run_key, stream_for_reading, stream_key
 from application.node import NodeSettings
 from application.ports import Clock, StreamStore
 from domain.definition import build_definition
-from domain.errors import DefinitionConflict, RunErased
+from domain.errors import DefinitionConflict, NotFound, RunErased
 from domain.principal import Principal, Scope, may_read
 from domain.residency import ensure_may_write_here
 from domain.stream import Stream
@@ -46,7 +46,10 @@ class StreamDefinitions:
                                         content=False)
 
     async def list(self, principal: Principal, run_id: str) -> Sequence[Stream]:
+        """A run exists once it has a stream; an unknown run (or another tenant's) is 404."""
         principal.require_scope(Scope.READ)
         streams = await self._store.list_run(run_key(principal, run_id))
+        if not streams:
+            raise NotFound("run not found")
         return [stream for stream in streams
                 if may_read(stream.definition.authorization, principal)]

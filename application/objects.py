@@ -124,6 +124,9 @@ class Objects:
         intent = await self._intent(key, object_id)
         if intent.current_state is not IntentState.COMMITTED:
             raise NotFound("object body not available")
+        # Retention and erasure delete committed bodies; answer 404 before streaming starts.
+        if await self._objects.stat(intent.region, intent.object_key) is None:
+            raise NotFound("object body not available")
         return intent, self._objects.open(intent.region, intent.object_key)
 
     async def _intent(self, key: StreamKey, object_id: str) -> ObjectIntent:

@@ -211,7 +211,8 @@ class ObjectStore(Protocol):
 
     `put` streams the body and verifies size and SHA-256 itself (emulators
     accept wrong checksums): on a mismatch it keeps nothing and raises
-    `SizeMismatch` / `DigestMismatch`.
+    `SizeMismatch` / `DigestMismatch`. A region without a configured store
+    raises `LookupError` (never a silent write elsewhere).
     """
 
     async def put(self, region: str, key: str, body: AsyncIterable[bytes], size: int,

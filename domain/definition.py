@@ -30,7 +30,7 @@ class CreditPins(_Pins):
     max_total_items: int = Field(100_000, gt=0)
     max_total_bytes: int = Field(1024 * 1024 * 1024, gt=0)
     on_unread_full: Literal["reject", "block"] = "reject"
-    block_timeout_seconds: float = Field(5, ge=0, le=60)
+    block_timeout_seconds: float = Field(5.0, ge=0, le=60)
 
     @field_validator("block_timeout_seconds", mode="before")
     @classmethod
@@ -117,10 +117,11 @@ class StreamDefinition(_Pins):
         if isinstance(value, tuple):
             if len(value) > MAX_CONSUMERS:
                 raise ValueError(f"at most {MAX_CONSUMERS} consumers")
-            if len(set(value)) != len(value):
-                raise ValueError("consumers must be unique")
+            # Ids first: only strings may reach the uniqueness check (a list is unhashable).
             for consumer in value:
                 validate_id(consumer, "consumer_id")
+            if len(set(value)) != len(value):
+                raise ValueError("consumers must be unique")
         return value
 
     @field_validator("stream_id")
@@ -128,8 +129,25 @@ class StreamDefinition(_Pins):
     def _stream_id(cls, value: str) -> str:
         return validate_id(value, "stream_id")
 
+    @field_validator("content_class")
+    @classmethod
+    def _content_class(cls, value: str) -> str:
+        # Here, not only in `build_definition`: a definition loaded from storage or built
+        # by any other path must not carry a forbidden class either.
+        _refuse_forbidden(value)
+        return value
+
     def to_wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+
+def _refuse_forbidden(content_class: Any) -> None:
+    # Only strings can name a class; anything else is left to type validation (an
+    # unhashable value must not reach the set lookup).
+    # Case-folded: a class name that differs only in case names the same content.
+    if isinstance(content_class, str) and content_class.casefold() in FORBIDDEN_CONTENT_CLASSES:
+        raise ForbiddenContentClass(f"content_class {content_class!r} may not be streamed",
+                                    field="content_class")
 
 
 def default_placement(node_region: str) -> dict[str, Any]:
@@ -150,10 +168,8 @@ def build_definition(raw: dict[str, Any], node_region: str) -> StreamDefinition:
     """
     if not isinstance(raw, dict):
         raise InvalidDefinition("definition must be a JSON object")
-    if raw.get("content_class") in FORBIDDEN_CONTENT_CLASSES:
-        raise ForbiddenContentClass(
-            f"content_class {raw['content_class']!r} may not be streamed", field="content_class"
-        )
+    # Checked before anything else so the forbidden class wins over any other error.
+    _refuse_forbidden(raw.get("content_class"))
     filled = dict(raw)
     if filled.get("placement") is None:
         filled["placement"] = default_placement(node_region)

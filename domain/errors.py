@@ -104,6 +104,10 @@ class ConsumerScope(DomainError):
     code = "consumer_scope"
 
 
+class TooManyConsumers(DomainError):
+    code = "too_many_consumers"
+
+
 class Unauthenticated(DomainError):
     code = "unauthenticated"
 

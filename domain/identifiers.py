@@ -13,8 +13,10 @@ _NAMESPACE = UUID("6f1c3a52-2d0e-4c55-9a7b-52c1f0f0e6a1")
 
 
 def validate_id(value: str, what: str) -> str:
-    """An id is 1–128 chars of `[A-Za-z0-9._:-]`; anything else is refused."""
-    if not isinstance(value, str) or _ID_PATTERN.fullmatch(value) is None:
+    """An id is 1–128 chars of `[A-Za-z0-9._:-]`, and not `.` or `..` (ids become path
+    segments of object keys, where those two would mean something else)."""
+    if (not isinstance(value, str) or _ID_PATTERN.fullmatch(value) is None
+            or value in (".", "..")):
         raise InvalidIdentifier(f"{what} must be 1-128 characters of [A-Za-z0-9._:-]", field=what)
     return value
 

@@ -42,13 +42,21 @@ def _mask(node: Any, tokens: tuple[str, ...]) -> None:
             return
     if isinstance(node, dict) and last in node:
         node[last] = MASK
-    elif isinstance(node, list) and last.isdigit() and int(last) < len(node):
-        node[int(last)] = MASK
+    elif isinstance(node, list) and (index := _array_index(node, last)) is not None:
+        node[index] = MASK
 
 
 def _child(node: Any, token: str) -> Any:
     if isinstance(node, dict):
         return node.get(token)
-    if isinstance(node, list) and token.isdigit() and int(token) < len(node):
-        return node[int(token)]
+    if isinstance(node, list) and (index := _array_index(node, token)) is not None:
+        return node[index]
+    return None
+
+
+def _array_index(node: list[Any], token: str) -> int | None:
+    # ASCII digits only: `str.isdigit` also accepts "²" or "١", which `int` refuses or
+    # reads as a different index than the pointer's author wrote.
+    if token.isascii() and token.isdigit() and int(token) < len(node):
+        return int(token)
     return None

@@ -18,7 +18,7 @@ from uuid import UUID
 from eventsourcing.domain import Aggregate, event
 
 from domain.credit import CreditVerdict, Usage, decide_credit
-from domain.definition import StreamDefinition
+from domain.definition import MAX_CONSUMERS, StreamDefinition
 from domain.errors import (
     AckBeyondHead,
     AckRegression,
@@ -30,6 +30,7 @@ from domain.errors import (
     StreamClosed,
     StreamHeld,
     TooLarge,
+    TooManyConsumers,
 )
 from domain.identifiers import StreamKey
 from domain.records import Draft
@@ -115,12 +116,18 @@ class Stream(Aggregate):
 
         `receipts` maps idempotency keys already used on this stream to their
         sequence; such drafts (and repeats of a key inside the batch) get the
-        original sequence and store nothing. Credit counts new drafts only.
+        original sequence and store nothing (also on a closed stream: a retry of an
+        append that succeeded before the close). Credit counts new drafts only. An
+        erased stream refuses every batch.
         """
         if not drafts:
             raise InvalidRecord("a batch holds at least one record")
         if len(drafts) > MAX_BATCH:
             raise TooLarge(f"a batch holds at most {MAX_BATCH} records", limit=MAX_BATCH)
+        if self.erased:
+            # Before idempotency: an erased run answers every append the same way, even a
+            # retry whose receipt outlived the erased records.
+            raise RunErased("the run was erased; nothing more is stored")
         seen = dict(receipts)
         sequences: list[int] = []
         new: list[tuple[int, Draft]] = []
@@ -185,6 +192,10 @@ class Stream(Aggregate):
         if owner is not None and owner != principal:
             raise ConsumerScope("consumer belongs to another principal")
         current = self.acks.get(consumer_id)
+        if current is None and len(self.acks) >= MAX_CONSUMERS:
+            # Every consumer can hold producer credit down; their number is bounded.
+            raise TooManyConsumers(f"a stream has at most {MAX_CONSUMERS} consumers",
+                                   limit=MAX_CONSUMERS)
         if current is not None and sequence < current:
             raise AckRegression(f"ack {sequence} is below the current ack {current}",
                                 acked=current)

@@ -1,0 +1,112 @@
+"""Following when wakes are duplicated or lost: drop what was seen, read what was missed."""
+
+import asyncio
+
+from adapters.memory.simulation import simulation
+from application.following import Frame, KeepaliveFrame, RecordFrame
+from application.node import NodeSettings
+from application.ports import Wake
+from tests.application.support import (
+    ALICE,
+    FRAME_TIMEOUT,
+    RUN,
+    append_numbers,
+    definition,
+    key,
+    make_stream,
+    next_frame,
+    quiet_simulation,
+    take_records,
+)
+
+QUICK = NodeSettings(keepalive_seconds=0.05)
+
+
+async def test_a_wake_carrying_records_the_reader_already_has_is_dropped() -> None:
+    sim = simulation()
+    await make_stream(sim)
+    await append_numbers(sim, 1, 3)
+    follow = await sim.service.follower.open(ALICE, RUN, "s", after=0)
+    frames = follow.frames()
+    try:
+        assert await take_records(frames, 3) == [1, 2, 3]
+        seen = (await sim.store.read_page(key(), 1, 10)).records
+        sim.bus.hub.deliver_wake(Wake(key(), 3, False, tuple(seen)))
+        await append_numbers(sim, 4, 4)
+        assert await take_records(frames, 1) == [4]
+    finally:
+        await follow.close()
+    assert sim.store.gaps == []
+
+
+async def test_a_wake_that_reveals_a_gap_is_served_by_reading_the_gap_first() -> None:
+    quiet = quiet_simulation(NodeSettings())
+    service = quiet.service
+    await service.definitions.create(ALICE, RUN, definition())
+    await service.appender.append(ALICE, RUN, "s", [{"payload": n} for n in (1, 2)])
+    follow = await service.follower.open(ALICE, RUN, "s", after=0)
+    frames = follow.frames()
+    try:
+        assert await take_records(frames, 2) == [1, 2]
+        # 3..5 are committed but their wakes are lost; then a wake carrying only 6 arrives.
+        await service.appender.append(ALICE, RUN, "s", [{"payload": n} for n in (3, 4, 5)])
+        await service.appender.append(ALICE, RUN, "s", [{"payload": 6}])
+        newest = (await quiet.store.read_page(key(), 5, 10)).records
+        quiet.reader_bus.hub.deliver_wake(Wake(key(), 6, False, tuple(newest)))
+        assert await take_records(frames, 4) == [3, 4, 5, 6]
+        await service.appender.append(ALICE, RUN, "s", [{"payload": 7}])
+        seven = (await quiet.store.read_page(key(), 6, 10)).records
+        quiet.reader_bus.hub.deliver_wake(Wake(key(), 7, False, tuple(seven)))
+        assert await take_records(frames, 1) == [7]
+    finally:
+        await follow.close()
+    assert quiet.store.gaps == [(key(), 3, 6)]
+
+
+async def test_a_wake_without_records_makes_the_reader_re_read_from_its_cursor() -> None:
+    quiet = quiet_simulation(NodeSettings())
+    await quiet.service.definitions.create(ALICE, RUN, definition())
+    follow = await quiet.service.follower.open(ALICE, RUN, "s", after=0)
+    frames = follow.frames()
+    try:
+        await quiet.service.appender.append(ALICE, RUN, "s", [{"payload": n} for n in (1, 2)])
+        quiet.reader_bus.hub.deliver_wake(Wake(key(), 2, False, None))
+        assert await take_records(frames, 2) == [1, 2]
+    finally:
+        await follow.close()
+    assert quiet.store.gaps == []
+
+
+async def test_an_idle_follow_yields_keepalives() -> None:
+    sim = simulation(node=QUICK)
+    await make_stream(sim)
+    follow = await sim.service.follower.open(ALICE, RUN, "s", after=0)
+    frames = follow.frames()
+    try:
+        assert isinstance(await next_frame(frames), KeepaliveFrame)
+        assert isinstance(await next_frame(frames), KeepaliveFrame)
+    finally:
+        await follow.close()
+
+
+async def test_every_keepalive_tick_reads_even_when_no_wake_ever_comes() -> None:
+    quiet = quiet_simulation(QUICK)
+    await quiet.service.definitions.create(ALICE, RUN, definition())
+    follow = await quiet.service.follower.open(ALICE, RUN, "s", after=0)
+    frames = follow.frames()
+    seen: list[Frame] = []
+
+    async def until_record() -> None:
+        while not any(isinstance(frame, RecordFrame) for frame in seen):
+            seen.append(await anext(frames))
+
+    try:
+        assert isinstance(await next_frame(frames), KeepaliveFrame)
+        await quiet.service.appender.append(ALICE, RUN, "s", [{"payload": "silent"}])
+        await asyncio.wait_for(until_record(), FRAME_TIMEOUT)
+    finally:
+        await follow.close()
+    assert quiet.reader_bus.published_wakes == 0
+    record = seen[-1]
+    assert isinstance(record, RecordFrame) and record.record.payload == "silent"
+    assert all(isinstance(frame, KeepaliveFrame) for frame in seen[:-1])

@@ -1,0 +1,84 @@
+"""Input delivery: at-least-once with a stable event id, backoff on failure, dead letter after N."""
+
+from adapters.memory.simulation import Simulation, simulation
+from application.delivery import backoff_seconds
+from application.node import NodeSettings
+from domain.identifiers import input_event_id
+from tests.application.support import RUN, append_numbers, fake_clock, key, make_stream
+
+
+async def input_stream(node: NodeSettings | None = None, records: int = 2) -> Simulation:
+    sim = simulation(node=node)
+    await make_stream(sim, direction="input")
+    await append_numbers(sim, 1, records)
+    return sim
+
+
+async def test_each_input_record_is_published_once_with_a_deterministic_id() -> None:
+    sim = await input_stream()
+    assert await sim.service.dispatcher.dispatch_once("w1") == 2
+    assert [(e.event_id, e.run_id, e.stream_id, e.sequence) for e in sim.workflow.events] == [
+        (input_event_id(key(), 1), RUN, "s", 1), (input_event_id(key(), 2), RUN, "s", 2)]
+    assert sim.workflow.events[0].record["payload"] == 1
+    assert await sim.service.dispatcher.dispatch_once("w1") == 0
+    assert sim.outbox.pending() == 0
+    other = await input_stream()
+    await other.service.dispatcher.dispatch_once("elsewhere")
+    assert [e.event_id for e in other.workflow.events] == [e.event_id for e in sim.workflow.events]
+
+
+async def test_a_failed_publish_is_retried_with_growing_backoff() -> None:
+    sim = await input_stream(records=1)
+    clock = fake_clock(sim)
+    sim.workflow.fail_next(2)
+    assert await sim.service.dispatcher.dispatch_once("w") == 0
+    assert await sim.service.dispatcher.dispatch_once("w") == 0  # not due: not even tried
+    clock.advance(backoff_seconds(1))
+    assert await sim.service.dispatcher.dispatch_once("w") == 0  # second failure
+    clock.advance(backoff_seconds(1))
+    assert backoff_seconds(2) > backoff_seconds(1)
+    assert await sim.service.dispatcher.dispatch_once("w") == 0  # backoff grew: not due yet
+    clock.advance(backoff_seconds(2) - backoff_seconds(1))
+    assert await sim.service.dispatcher.dispatch_once("w") == 1
+    assert [e.sequence for e in sim.workflow.events] == [1]
+    assert await sim.outbox.dead_letters(key()) == []
+
+
+async def test_a_row_failing_every_attempt_is_dead_lettered_and_stays_visible() -> None:
+    sim = await input_stream(NodeSettings(delivery_max_attempts=3), records=1)
+    clock = fake_clock(sim)
+    sim.workflow.fail_next(100)
+    for _ in range(3):
+        assert await sim.service.dispatcher.dispatch_once("w") == 0
+        clock.advance(3600)
+    [dead] = await sim.outbox.dead_letters(key())
+    assert (dead.sequence, dead.attempts, dead.dead) == (1, 3, True)
+    assert dead.last_error is not None and "ConnectionError" in dead.last_error
+    sim.workflow.fail_next(0)
+    assert await sim.service.dispatcher.dispatch_once("w") == 0
+    assert sim.workflow.events == []
+
+
+async def test_a_claimed_row_is_not_claimed_again_before_its_lease_expires() -> None:
+    lease = 30.0
+    sim = await input_stream(NodeSettings(delivery_lease_seconds=lease))
+    clock = fake_clock(sim)
+    crashed = await sim.outbox.claim("crashed-worker", clock.now(), lease, 100)
+    assert [d.sequence for d in crashed] == [1, 2]
+    clock.advance(lease - 1)
+    assert await sim.service.dispatcher.dispatch_once("w2") == 0
+    assert sim.workflow.events == []
+    clock.advance(1)
+    assert await sim.service.dispatcher.dispatch_once("w2") == 2
+    assert [e.event_id for e in sim.workflow.events] == [
+        input_event_id(key(), 1), input_event_id(key(), 2)]
+
+
+async def test_a_record_pruned_before_delivery_is_dead_lettered() -> None:
+    sim = simulation()
+    await make_stream(sim, direction="input", retention={"max_records": 1})
+    await append_numbers(sim, 1, 2)
+    await sim.service.retention.prune(key())
+    assert await sim.service.dispatcher.dispatch_once("w") == 1
+    [dead] = await sim.outbox.dead_letters(key())
+    assert dead.sequence == 1

@@ -1,0 +1,185 @@
+"""Large objects: prepare → upload → commit, or abort; the record appears only after commit."""
+
+import pytest
+
+from adapters.memory.simulation import Simulation, simulation
+from application.views import record_envelope
+from domain.errors import (
+    DigestMismatch,
+    NotFound,
+    ObjectIntentConflict,
+    ObjectNotUploaded,
+    ObjectStateConflict,
+    SizeMismatch,
+    StreamClosed,
+)
+from domain.object_intent import IntentState, ObjectIntent
+from domain.records import ObjectRef
+from tests.application.support import ALICE, BOB, RUN, body_of, key, make_stream, object_pins
+
+BODY = b"%PDF-1.7 " + b"x" * 1000
+
+
+async def prepared(sim: Simulation, body: bytes = BODY) -> ObjectIntent:
+    await make_stream(sim)
+    intent, created = await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(body))
+    assert created
+    return intent
+
+
+async def uploaded(sim: Simulation) -> ObjectIntent:
+    intent = await prepared(sim)
+    return await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id,
+                                            body_of(BODY[:100], BODY[100:]))
+
+
+async def read_body(sim: Simulation, object_id: str) -> bytes:
+    _, chunks = await sim.service.objects.body(ALICE, RUN, "s", object_id)
+    return b"".join([chunk async for chunk in chunks])
+
+
+async def test_prepare_pins_a_server_owned_key_and_the_authorization_receipt() -> None:
+    sim = simulation()
+    intent = await prepared(sim)
+    assert intent.current_state is IntentState.PREPARED
+    assert intent.object_key.startswith("t1/run-1/s/")
+    assert (intent.principal, intent.region, intent.size) == ("alice", "local", len(BODY))
+    assert intent.expires_at > sim.clock.now()
+
+
+async def test_prepare_with_the_same_key_and_pins_returns_the_same_intent() -> None:
+    sim = simulation()
+    first = await prepared(sim)
+    again, created = await sim.service.objects.prepare(BOB, RUN, "s", object_pins(BODY))
+    assert not created
+    assert again.object_id == first.object_id
+    assert again.principal == "alice"
+
+
+async def test_prepare_with_the_same_key_and_other_pins_is_a_conflict() -> None:
+    sim = simulation()
+    await prepared(sim)
+    with pytest.raises(ObjectIntentConflict):
+        await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(b"another body"))
+
+
+async def test_an_upload_whose_digest_does_not_match_keeps_nothing() -> None:
+    sim = simulation()
+    intent = await prepared(sim)
+    tampered = BODY[:-1] + b"y"
+    with pytest.raises(DigestMismatch):
+        await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(tampered))
+    assert sim.objects.keys("local") == []
+    stored = await sim.service.objects.get(ALICE, RUN, "s", intent.object_id)
+    assert stored.current_state is IntentState.PREPARED
+
+
+@pytest.mark.parametrize("body", [BODY[:-1], BODY + b"!"])
+async def test_an_upload_of_another_size_keeps_nothing(body: bytes) -> None:
+    sim = simulation()
+    intent = await prepared(sim)
+    with pytest.raises(SizeMismatch):
+        await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(body))
+    assert sim.objects.keys("local") == []
+
+
+async def test_commit_before_upload_is_refused() -> None:
+    sim = simulation()
+    intent = await prepared(sim)
+    with pytest.raises(ObjectNotUploaded):
+        await sim.service.objects.commit(ALICE, RUN, "s", intent.object_id)
+    assert (await sim.store.read_page(key(), 0, 10)).records == ()
+
+
+async def test_commit_appends_a_record_that_references_the_object() -> None:
+    sim = simulation()
+    intent = await uploaded(sim)
+    assert intent.current_state is IntentState.UPLOADED
+    await sim.service.appender.append(ALICE, RUN, "s", [{"payload": "before"}])
+    sequence, created = await sim.service.objects.commit(ALICE, RUN, "s", intent.object_id)
+    assert (sequence, created) == (2, True)
+    [record] = (await sim.service.reading.read(ALICE, RUN, "s", after=1)).page.records
+    assert record.object == ObjectRef(intent.object_id, len(BODY), intent.sha256,
+                                      "application/pdf")
+    envelope = record_envelope(record, RUN, "s")
+    assert envelope["object"]["href"].endswith(f"/objects/{intent.object_id}/body")
+    assert "payload" not in envelope
+    state = await sim.service.objects.get(ALICE, RUN, "s", intent.object_id)
+    assert (state.current_state, state.sequence) == (IntentState.COMMITTED, 2)
+
+
+async def test_a_duplicate_commit_returns_the_original_sequence() -> None:
+    sim = simulation()
+    intent = await uploaded(sim)
+    first = await sim.service.objects.commit(ALICE, RUN, "s", intent.object_id)
+    again = await sim.service.objects.commit(ALICE, RUN, "s", intent.object_id)
+    assert (first, again) == ((1, True), (1, False))
+    assert (await sim.store.read_page(key(), 0, 10)).head == 1
+
+
+async def test_commit_obeys_the_stream_rules() -> None:
+    sim = simulation()
+    intent = await uploaded(sim)
+    await sim.service.lifecycle.close(ALICE, RUN, "s")
+    with pytest.raises(StreamClosed):
+        await sim.service.objects.commit(ALICE, RUN, "s", intent.object_id)
+    state = await sim.service.objects.get(ALICE, RUN, "s", intent.object_id)
+    assert state.current_state is IntentState.UPLOADED
+
+
+async def test_abort_deletes_the_body_and_ends_the_intent() -> None:
+    sim = simulation()
+    intent = await uploaded(sim)
+    assert sim.objects.keys("local") == [intent.object_key]
+    aborted = await sim.service.objects.abort(ALICE, RUN, "s", intent.object_id)
+    assert aborted.current_state is IntentState.ABORTED
+    assert sim.objects.keys("local") == []
+    with pytest.raises(ObjectStateConflict):
+        await sim.service.objects.commit(ALICE, RUN, "s", intent.object_id)
+    with pytest.raises(ObjectStateConflict):
+        await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(BODY))
+
+
+async def test_a_committed_object_cannot_be_aborted() -> None:
+    sim = simulation()
+    intent = await uploaded(sim)
+    await sim.service.objects.commit(ALICE, RUN, "s", intent.object_id)
+    with pytest.raises(ObjectStateConflict):
+        await sim.service.objects.abort(ALICE, RUN, "s", intent.object_id)
+    assert sim.objects.keys("local") == [intent.object_key]
+
+
+async def test_the_body_is_served_only_once_committed() -> None:
+    sim = simulation()
+    intent = await uploaded(sim)
+    with pytest.raises(NotFound):
+        await sim.service.objects.body(ALICE, RUN, "s", intent.object_id)
+    await sim.service.objects.commit(ALICE, RUN, "s", intent.object_id)
+    assert await read_body(sim, intent.object_id) == BODY
+
+
+async def test_a_body_removed_by_retention_is_not_found() -> None:
+    sim = simulation()
+    await make_stream(sim, retention={"max_records": 1})
+    intent, _ = await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(BODY))
+    await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(BODY))
+    await sim.service.objects.commit(ALICE, RUN, "s", intent.object_id)
+    await sim.service.appender.append(ALICE, RUN, "s", [{"payload": "newer"}])
+    await sim.service.retention.prune(key())
+    with pytest.raises(NotFound):
+        await sim.service.objects.body(ALICE, RUN, "s", intent.object_id)
+
+
+async def test_an_unknown_object_is_not_found() -> None:
+    sim = simulation()
+    await make_stream(sim)
+    with pytest.raises(NotFound):
+        await sim.service.objects.get(ALICE, RUN, "s", "no-such-object")
+
+
+async def test_bodies_go_to_the_pinned_object_region_not_the_nodes_own() -> None:
+    sim = simulation(regions=("local", "eu"))
+    await make_stream(sim, placement={"metadata_home": "local", "object_regions": ["eu"]})
+    intent, _ = await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(BODY))
+    await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(BODY))
+    assert (sim.objects.keys("eu"), sim.objects.keys("local")) == ([intent.object_key], [])

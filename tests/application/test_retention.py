@@ -1,0 +1,100 @@
+"""Retention prunes by count and by age, never under legal hold, and deletes pruned bodies."""
+
+import pytest
+
+from adapters.memory.simulation import Simulation, simulation
+from application.ports import Removed
+from domain.errors import CursorPruned
+from tests.application.support import (
+    ADMIN,
+    ALICE,
+    RUN,
+    append_numbers,
+    body_of,
+    fake_clock,
+    key,
+    make_stream,
+    object_pins,
+)
+
+
+async def retained(sim: Simulation, stream_id: str = "s") -> list[int]:
+    page = await sim.store.read_page(key(stream_id), 0, 1000)
+    return [record.sequence for record in page.records]
+
+
+async def test_max_records_keeps_only_the_newest_records() -> None:
+    sim = simulation()
+    await make_stream(sim, retention={"max_records": 3})
+    await append_numbers(sim, 1, 10)
+    removed = await sim.service.retention.prune(key())
+    assert removed == Removed(7)
+    assert await retained(sim) == [8, 9, 10]
+    assert (await sim.service.definitions.get(ALICE, RUN, "s")).earliest == 8
+    assert await sim.service.retention.prune(key()) == Removed(0)
+
+
+async def test_max_age_removes_records_older_than_the_pin() -> None:
+    sim = simulation()
+    clock = fake_clock(sim)
+    await make_stream(sim, retention={"max_age_seconds": 60})
+    await append_numbers(sim, 1, 3)
+    clock.advance(30)
+    await append_numbers(sim, 4, 5)
+    clock.advance(30)
+    assert await sim.service.retention.prune(key()) == Removed(3)  # appended exactly 60 s ago
+    assert await retained(sim) == [4, 5]
+    clock.advance(29)
+    assert await sim.service.retention.prune(key()) == Removed(0)
+    clock.advance(2)
+    assert await sim.service.retention.prune(key()) == Removed(2)
+    assert await retained(sim) == []
+    stream = await sim.service.definitions.get(ALICE, RUN, "s")
+    assert (stream.head, stream.earliest) == (5, 6)
+
+
+async def test_a_stream_without_retention_pins_is_never_pruned() -> None:
+    sim = simulation()
+    await make_stream(sim)
+    await append_numbers(sim, 1, 5)
+    fake_clock(sim).advance(10**8)
+    assert await sim.service.retention.prune(key()) == Removed(0)
+    assert await retained(sim) == [1, 2, 3, 4, 5]
+
+
+async def test_nothing_is_pruned_while_the_stream_is_held() -> None:
+    sim = simulation()
+    await make_stream(sim, retention={"max_records": 1})
+    await append_numbers(sim, 1, 4)
+    await sim.service.lifecycle.set_legal_hold(ADMIN, RUN, "s", True, "audit")
+    assert await sim.service.retention.prune(key()) == Removed(0)
+    assert await retained(sim) == [1, 2, 3, 4]
+    await sim.service.lifecycle.set_legal_hold(ADMIN, RUN, "s", False, None)
+    assert await sim.service.retention.prune(key()) == Removed(3)
+
+
+async def test_pruned_object_records_lose_their_bodies() -> None:
+    sim = simulation()
+    await make_stream(sim, retention={"max_records": 1})
+    intent, _ = await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(b"body"))
+    await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(b"body"))
+    await sim.service.objects.commit(ALICE, RUN, "s", intent.object_id)
+    assert sim.objects.keys("local") == [intent.object_key]
+    await append_numbers(sim, 1, 1)
+    removed = await sim.service.retention.prune(key())
+    assert removed.records == 1 and [ref.object_id for ref in removed.objects] == [
+        intent.object_id]
+    assert sim.objects.keys("local") == []
+
+
+async def test_a_pruned_cursor_answers_resync_and_receipts_outlive_their_records() -> None:
+    sim = simulation()
+    await make_stream(sim, retention={"max_records": 1})
+    await sim.service.appender.append(ALICE, RUN, "s", [{"payload": 1, "idempotency_key": "k"}])
+    await append_numbers(sim, 2, 2)
+    await sim.service.retention.prune(key())
+    with pytest.raises(CursorPruned):
+        await sim.service.reading.read(ALICE, RUN, "s", after=0)
+    again = await sim.service.appender.append(ALICE, RUN, "s",
+                                              [{"payload": 1, "idempotency_key": "k"}])
+    assert (again.sequences, again.stored) == ((1,), 0)

@@ -1,0 +1,520 @@
+"""The storage contract: what every StreamStore / RecordReader / GapEvidence / WakeBus /
+DeliveryOutbox adapter must do, written once.
+
+An adapter's test module subclasses `StorageContract` and provides an async fixture
+`harness` returning a `StorageHarness`. Every test uses its own tenant and run, so
+adapters backed by a shared database need not be emptied between tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import uuid4
+
+import pytest
+
+from application.ports import Delivery, LiveChunk, StoredRecord, Wake, WakeSubscription
+from domain.definition import build_definition
+from domain.errors import NotFound
+from domain.identifiers import StreamKey
+from domain.object_intent import AuthorizationReceipt, IntentState, ObjectIntent, ObjectPins
+from domain.records import ObjectRef, draft_for_object, draft_from_wire
+from domain.stream import AppendPlan, Stream
+from tests.contracts.harness import StorageHarness
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+WAKE_TIMEOUT = 5.0  # an upper bound for a wake to arrive; never asserted as a duration
+QUIET = 0.1  # how long to listen when nothing may arrive
+LEASE = 30.0
+
+
+class Boom(Exception):
+    pass
+
+
+def new_key(stream_id: str = "s") -> StreamKey:
+    suffix = uuid4().hex[:12]
+    return StreamKey(f"tenant-{suffix}", f"run-{suffix}", stream_id)
+
+
+def new_stream(key: StreamKey, **pins: Any) -> Stream:
+    raw = {"stream_id": key.stream_id, "content_class": "output.text", **pins}
+    return Stream.start(key, build_definition(raw, "local"), NOW)
+
+
+def stored(plan: AppendPlan, at: datetime = NOW) -> list[StoredRecord]:
+    return [StoredRecord(sequence=sequence, content_type=draft.content_type, appended_at=at,
+                         size=draft.size, payload=draft.payload, has_payload=draft.has_payload,
+                         data=draft.data, object=draft.object,
+                         idempotency_key=draft.idempotency_key)
+            for sequence, draft in plan.new]
+
+
+async def created(harness: StorageHarness, key: StreamKey | None = None,
+                  **pins: Any) -> StreamKey:
+    key = key or new_key()
+    await harness.store.create(new_stream(key, **pins))
+    return key
+
+
+async def append(harness: StorageHarness, key: StreamKey, items: Sequence[dict[str, Any]],
+                 at: datetime = NOW, deliveries: bool = False) -> tuple[int, ...]:
+    """Append wire-shaped records the way the use case does: under the lock, in one unit."""
+    drafts = [draft_from_wire(item, ()) for item in items]
+    async with harness.store.lock(key) as session:
+        keys = [draft.idempotency_key for draft in drafts if draft.idempotency_key]
+        plan = session.stream.plan_append(drafts, await session.receipts(keys) if keys else {})
+        session.stream.append(plan)
+        session.add_records(stored(plan, at))
+        if deliveries:
+            session.add_deliveries([sequence for sequence, _ in plan.new])
+    return plan.sequences
+
+
+async def payloads(harness: StorageHarness, key: StreamKey, after: int = 0) -> list[Any]:
+    page = await harness.reader.read_page(key, after, 1000)
+    return [record.payload for record in page.records]
+
+
+def new_intent(key: StreamKey, idempotency_key: str = "o1", body: bytes = b"0123456789"
+               ) -> ObjectIntent:
+    pins = ObjectPins(idempotency_key, hashlib.sha256(body).hexdigest(), len(body),
+                      "application/pdf")
+    receipt = AuthorizationReceipt("alice", ("streams:read", "streams:write"), "token-1")
+    return ObjectIntent.prepare(key, pins, receipt, NOW + timedelta(hours=1), "local")
+
+
+async def next_wake(subscription: WakeSubscription) -> Wake:
+    signal = await subscription.next(WAKE_TIMEOUT)
+    assert isinstance(signal, Wake), f"expected a wake, got {signal!r}"
+    return signal
+
+
+def ours(deliveries: Sequence[Delivery], key: StreamKey) -> list[Delivery]:
+    return sorted((d for d in deliveries if d.stream == key), key=lambda d: d.sequence)
+
+
+class StorageContract:
+    # -- streams -----------------------------------------------------------
+
+    async def test_create_returns_the_new_stream_then_the_stored_one(
+            self, harness: StorageHarness) -> None:
+        key = new_key()
+        stream, was_created = await harness.store.create(new_stream(key))
+        assert was_created and stream.key == key
+        await append(harness, key, [{"payload": 1}, {"payload": 2}])
+        again, was_created = await harness.store.create(new_stream(key, consumers=["ui"]))
+        assert not was_created
+        assert again.definition == stream.definition  # the stored pins, not the new ones
+        assert again.head == 2
+
+    async def test_list_run_returns_the_streams_of_that_run_only(
+            self, harness: StorageHarness) -> None:
+        a = new_key("a")
+        b = StreamKey(a.tenant, a.run_id, "b")
+        elsewhere = StreamKey(a.tenant, a.run_id + "-other", "a")
+        other_tenant = StreamKey(a.tenant + "-other", a.run_id, "c")
+        for key in (b, a, elsewhere, other_tenant):
+            await created(harness, key)
+        listed = await harness.store.list_run(a.run)
+        assert sorted(stream.stream_id for stream in listed) == ["a", "b"]
+
+    async def test_lock_of_an_unknown_stream_raises_not_found(
+            self, harness: StorageHarness) -> None:
+        with pytest.raises(NotFound):
+            async with harness.store.lock(new_key()):
+                pass
+
+    async def test_load_of_an_unknown_stream_is_none(self, harness: StorageHarness) -> None:
+        assert await harness.store.load(new_key()) is None
+
+    async def test_load_returns_the_committed_state(self, harness: StorageHarness) -> None:
+        key = await created(harness, consumers=["ui"])
+        await append(harness, key, [{"payload": "abc"}, {"payload": 2}, {"payload": 3}])
+        async with harness.store.lock(key) as session:
+            session.stream.ack("ui", 1, "alice")
+            session.stream.prune(1)
+            session.stream.set_legal_hold(True, "audit")
+            session.stream.close()
+            await session.remove_records_through(1)
+        loaded = await harness.store.load(key)
+        assert loaded is not None
+        assert (loaded.head, loaded.earliest, loaded.closed) == (3, 2, True)
+        assert (loaded.legal_hold, loaded.hold_reason, loaded.erased) == (True, "audit", False)
+        assert (loaded.acks, loaded.owners) == ({"ui": 1}, {"ui": "alice"})
+        assert (loaded.total_items, loaded.total_bytes) == (3, 7)
+        assert (loaded.usage.unread_items, loaded.usage.unread_bytes) == (2, 2)
+        assert loaded.definition == new_stream(key, consumers=["ui"]).definition
+        assert loaded.created_at == NOW
+        async with harness.store.lock(key) as session:  # and it keeps accepting commands
+            session.stream.ack("ui", 3, "alice")
+        assert (await harness.store.load(key)).acks == {"ui": 3}  # type: ignore[union-attr]
+
+    # -- units of work -----------------------------------------------------
+
+    async def test_a_clean_unit_of_work_persists_everything_it_staged(
+            self, harness: StorageHarness) -> None:
+        key = await created(harness, direction="input")
+        intent = new_intent(key)
+        drafts = [draft_from_wire({"payload": {"n": 1}, "idempotency_key": "k1"}, ()),
+                  draft_from_wire({"payload": {"n": 2}}, ())]
+        async with harness.store.lock(key) as session:
+            assert session.stream.head == 0
+            plan = session.stream.plan_append(drafts, {})
+            session.stream.append(plan)
+            session.add_records(stored(plan))
+            session.add_deliveries([1, 2])
+            session.save_intent(intent)
+        assert (await harness.store.load(key)).head == 2  # type: ignore[union-attr]
+        assert await payloads(harness, key) == [{"n": 1}, {"n": 2}]
+        async with harness.store.lock(key) as session:
+            assert await session.receipts(["k1", "k2"]) == {"k1": 1}
+            assert [i.object_id for i in await session.intents()] == [intent.object_id]
+        loaded = await harness.store.load_intent(key, intent.object_id)
+        assert loaded is not None and loaded.current_state is IntentState.PREPARED
+        claimed = await harness.outbox.claim("w", NOW, LEASE, 1000)
+        assert [d.sequence for d in ours(claimed, key)] == [1, 2]
+
+    async def test_a_failed_unit_of_work_persists_nothing(self, harness: StorageHarness) -> None:
+        key = await created(harness, direction="input")
+        await append(harness, key, [{"payload": 0}, {"payload": 1}])
+        with pytest.raises(Boom):
+            async with harness.store.lock(key) as session:
+                plan = session.stream.plan_append(
+                    [draft_from_wire({"payload": "never", "idempotency_key": "k"}, ())], {})
+                session.stream.append(plan)
+                session.add_records(stored(plan))
+                session.add_deliveries([3])
+                session.save_intent(new_intent(key))
+                session.stream.prune(2)
+                await session.remove_records_through(2)
+                session.stream.close()
+                raise Boom
+        loaded = await harness.store.load(key)
+        assert loaded is not None
+        assert (loaded.head, loaded.earliest, loaded.closed) == (2, 1, False)
+        assert await payloads(harness, key) == [0, 1]
+        async with harness.store.lock(key) as session:
+            assert await session.receipts(["k"]) == {}
+            assert list(await session.intents()) == []
+        assert await harness.store.load_intent(key, new_intent(key).object_id) is None
+        assert ours(await harness.outbox.claim("w", NOW, LEASE, 1000), key) == []
+        assert await append(harness, key, [{"payload": 2}]) == (3,)
+
+    async def test_records_round_trip_exactly(self, harness: StorageHarness) -> None:
+        key = await created(harness)
+        ref = ObjectRef(str(uuid4()), 123, "a" * 64, "application/pdf")
+        drafts = [
+            draft_from_wire({"payload": {"text": "héllo ✓", "list": [1, 2.5, None, True]},
+                             "idempotency_key": "k1"}, ()),
+            draft_from_wire({"payload": None}, ()),
+            draft_from_wire({"data": "AAEC/w==", "content_type": "application/x-raw"}, ()),
+            draft_for_object(ref, "object:1"),
+        ]
+        at = NOW + timedelta(microseconds=123456)
+        async with harness.store.lock(key) as session:
+            plan = session.stream.plan_append(drafts, {})
+            session.stream.append(plan)
+            expected = stored(plan, at)
+            session.add_records(expected)
+        page = await harness.reader.read_page(key, 0, 10)
+        assert list(page.records) == expected
+        assert page.records[1].has_payload and page.records[1].payload is None
+        assert page.records[2].data == b"\x00\x01\x02\xff"
+
+    # -- reading -----------------------------------------------------------
+
+    async def test_read_page_returns_records_above_the_cursor_ascending(
+            self, harness: StorageHarness) -> None:
+        key = await created(harness)
+        for n in range(1, 8):
+            await append(harness, key, [{"payload": n}])
+        page = await harness.reader.read_page(key, 2, 3)
+        assert [r.sequence for r in page.records] == [3, 4, 5]
+        assert (page.head, page.earliest, page.closed) == (7, 1, False)
+        assert [r.sequence for r in (await harness.reader.read_page(key, 5, 100)).records] == [
+            6, 7]
+        assert (await harness.reader.read_page(key, 7, 100)).records == ()
+
+    async def test_read_page_of_a_new_stream_is_empty(self, harness: StorageHarness) -> None:
+        key = await created(harness)
+        page = await harness.reader.read_page(key, 0, 10)
+        assert (tuple(page.records), page.head, page.earliest, page.closed) == ((), 0, 1, False)
+
+    async def test_read_page_reports_a_closed_stream(self, harness: StorageHarness) -> None:
+        key = await created(harness)
+        await append(harness, key, [{"payload": 1}])
+        async with harness.store.lock(key) as session:
+            session.stream.close()
+        page = await harness.reader.read_page(key, 0, 10)
+        assert (page.head, page.closed) == (1, True)
+
+    async def test_read_page_of_an_unknown_stream_raises_not_found(
+            self, harness: StorageHarness) -> None:
+        with pytest.raises(NotFound):
+            await harness.reader.read_page(new_key(), 0, 10)
+
+    async def test_newest_appended_before_finds_the_last_record_at_or_before_a_cutoff(
+            self, harness: StorageHarness) -> None:
+        key = await created(harness)
+        await append(harness, key, [{"payload": 1}, {"payload": 2}], at=NOW)
+        await append(harness, key, [{"payload": 3}], at=NOW + timedelta(seconds=10))
+        newest = harness.reader.newest_appended_before
+        assert await newest(key, NOW - timedelta(seconds=1)) == 0
+        assert await newest(key, NOW) == 2
+        assert await newest(key, NOW + timedelta(seconds=5)) == 2
+        assert await newest(key, NOW + timedelta(seconds=10)) == 3
+
+    # -- removal, receipts, intents ----------------------------------------
+
+    async def test_remove_records_through_reports_rows_and_objects(
+            self, harness: StorageHarness) -> None:
+        key = await created(harness)
+        ref = ObjectRef(str(uuid4()), 10, "b" * 64, "application/pdf")
+        await append(harness, key, [{"payload": 1, "idempotency_key": "k1"}])
+        async with harness.store.lock(key) as session:
+            plan = session.stream.plan_append([draft_for_object(ref, None)], {})
+            session.stream.append(plan)
+            session.add_records(stored(plan))
+        await append(harness, key, [{"payload": 3}, {"payload": 4}, {"payload": 5}])
+        async with harness.store.lock(key) as session:
+            session.stream.prune(3)
+            removed = await session.remove_records_through(3)
+        assert (removed.records, removed.objects) == (3, (ref,))
+        page = await harness.reader.read_page(key, 3, 100)
+        assert ([r.sequence for r in page.records], page.earliest, page.head) == ([4, 5], 4, 5)
+        async with harness.store.lock(key) as session:  # receipts outlive their records
+            assert await session.receipts(["k1"]) == {"k1": 1}
+
+    async def test_receipts_belong_to_their_stream(self, harness: StorageHarness) -> None:
+        key = await created(harness)
+        other = await created(harness, StreamKey(key.tenant, key.run_id, "other"))
+        await append(harness, key, [{"payload": 1, "idempotency_key": "k"},
+                                    {"payload": 2, "idempotency_key": "j"}])
+        async with harness.store.lock(key) as session:
+            assert await session.receipts(["k", "j", "x"]) == {"k": 1, "j": 2}
+        async with harness.store.lock(other) as session:
+            assert await session.receipts(["k", "j"]) == {}
+
+    async def test_intents_are_saved_loaded_and_advanced(self, harness: StorageHarness) -> None:
+        key = await created(harness)
+        first, second = new_intent(key, "o1"), new_intent(key, "o2", b"other")
+        async with harness.store.lock(key) as session:
+            session.save_intent(first)
+            session.save_intent(second)
+        loaded = await harness.store.load_intent(key, first.object_id)
+        assert loaded is not None
+        assert (loaded.object_id, loaded.object_key, loaded.region) == (
+            first.object_id, first.object_key, "local")
+        assert (loaded.sha256, loaded.size, loaded.content_type) == (
+            first.sha256, 10, "application/pdf")
+        assert (loaded.principal, list(loaded.scopes), loaded.token_id) == (
+            "alice", ["streams:read", "streams:write"], "token-1")
+        assert loaded.expires_at == NOW + timedelta(hours=1)
+        async with harness.store.lock(key) as session:
+            intent = await session.intent(first.object_id)
+            assert intent is not None
+            intent.record_upload(first.size, first.sha256)
+            intent.commit(7)
+            session.save_intent(intent)
+            assert await session.intent("no-such-object") is None
+        advanced = await harness.store.load_intent(key, first.object_id)
+        assert advanced is not None
+        assert (advanced.current_state, advanced.sequence) == (IntentState.COMMITTED, 7)
+        async with harness.store.lock(key) as session:
+            states = {i.object_id: i.current_state for i in await session.intents()}
+        assert states == {first.object_id: IntentState.COMMITTED,
+                          second.object_id: IntentState.PREPARED}
+        assert await harness.store.load_intent(key, "no-such-object") is None
+        other = StreamKey(key.tenant, key.run_id, "other")
+        await created(harness, other)
+        assert await harness.store.load_intent(other, first.object_id) is None
+
+    async def test_runs_are_marked_erased(self, harness: StorageHarness) -> None:
+        key = await created(harness)
+        other = await created(harness, StreamKey(key.tenant, key.run_id + "-other", "s"))
+        assert not await harness.store.is_run_erased(key.run)
+        await harness.store.mark_run_erased(key.run)
+        await harness.store.mark_run_erased(key.run)  # idempotent
+        assert await harness.store.is_run_erased(key.run)
+        assert not await harness.store.is_run_erased(other.run)
+        async with harness.store.lock(key) as session:
+            assert session.run_erased
+        async with harness.store.lock(other) as session:
+            assert not session.run_erased
+
+    # -- wakes and live chunks ---------------------------------------------
+
+    async def test_a_commit_wakes_subscribers_after_the_commit_with_small_records(
+            self, harness: StorageHarness) -> None:
+        key = await created(harness)
+        async with harness.bus.subscribe(key) as subscription:
+            async with harness.store.lock(key) as session:
+                plan = session.stream.plan_append(
+                    [draft_from_wire({"payload": {"n": n}}, ()) for n in (1, 2)], {})
+                session.stream.append(plan)
+                session.add_records(stored(plan))
+                assert await subscription.next(QUIET) is None  # nothing before the commit
+            wake = await next_wake(subscription)
+        assert (wake.stream, wake.head, wake.closed) == (key, 2, False)
+        assert wake.records is not None
+        assert [(r.sequence, r.payload) for r in wake.records] == [(1, {"n": 1}), (2, {"n": 2})]
+
+    async def test_a_batch_of_6000_bytes_or_more_wakes_without_records(
+            self, harness: StorageHarness) -> None:
+        key = await created(harness)
+        half = "x" * 2998  # 3000 bytes as compact JSON
+        async with harness.bus.subscribe(key) as subscription:
+            await append(harness, key, [{"payload": half}, {"payload": half}])
+            wake = await next_wake(subscription)
+        assert (wake.head, wake.records) == (2, None)
+
+    async def test_closing_wakes_with_closed(self, harness: StorageHarness) -> None:
+        key = await created(harness)
+        await append(harness, key, [{"payload": 1}])
+        async with harness.bus.subscribe(key) as subscription:
+            async with harness.store.lock(key) as session:
+                session.stream.close()
+            wake = await next_wake(subscription)
+        assert (wake.head, wake.closed) == (1, True)
+        assert not wake.records
+
+    async def test_a_failed_unit_of_work_wakes_nobody(self, harness: StorageHarness) -> None:
+        key = await created(harness)
+        async with harness.bus.subscribe(key) as subscription:
+            with pytest.raises(Boom):
+                async with harness.store.lock(key) as session:
+                    plan = session.stream.plan_append(
+                        [draft_from_wire({"payload": "never"}, ())], {})
+                    session.stream.append(plan)
+                    session.add_records(stored(plan))
+                    raise Boom
+            await append(harness, key, [{"payload": "kept"}])
+            wake = await next_wake(subscription)
+            assert wake.records is not None
+            assert [r.payload for r in wake.records] == ["kept"]
+            assert await subscription.next(QUIET) is None
+
+    async def test_wakes_reach_only_subscribers_of_their_stream(
+            self, harness: StorageHarness) -> None:
+        key = await created(harness)
+        other = await created(harness, StreamKey(key.tenant, key.run_id, "other"))
+        async with harness.bus.subscribe(key) as subscription:
+            await append(harness, other, [{"payload": "elsewhere"}])
+            await append(harness, key, [{"payload": "here"}])
+            wake = await next_wake(subscription)
+        assert wake.stream == key and wake.records is not None
+        assert [r.payload for r in wake.records] == ["here"]
+
+    async def test_live_chunks_reach_only_live_subscribers(
+            self, harness: StorageHarness) -> None:
+        key = await created(harness)
+        chunk = LiveChunk(key, 42, {"token": "hi"}, source="model_turn", attempt=2, index=0)
+        async with harness.bus.subscribe(key, live=True) as live, \
+                harness.bus.subscribe(key) as plain:
+            await harness.bus.publish_live(chunk)
+            assert await live.next(WAKE_TIMEOUT) == chunk
+            await append(harness, key, [{"payload": 1}])
+            assert isinstance(await plain.next(WAKE_TIMEOUT), Wake)  # the chunk never came
+
+    async def test_publishing_a_live_chunk_without_readers_is_fine(
+            self, harness: StorageHarness) -> None:
+        key = await created(harness)
+        await harness.bus.publish_live(LiveChunk(key, 1, "nobody listens"))
+
+    # -- gap evidence ------------------------------------------------------
+
+    async def test_gaps_are_recorded_per_stream(self, harness: StorageHarness) -> None:
+        key = await created(harness)
+        other = await created(harness, StreamKey(key.tenant, key.run_id, "other"))
+        await harness.gaps.record_gap(key, 3, 7)
+        await harness.gaps.record_gap(key, 9, 10)
+        assert await harness.recorded_gaps(key) == [(3, 7), (9, 10)]
+        assert await harness.recorded_gaps(other) == []
+
+    # -- outbox ------------------------------------------------------------
+
+    async def input_rows(self, harness: StorageHarness, count: int = 3) -> StreamKey:
+        key = await created(harness, direction="input")
+        await append(harness, key, [{"payload": n} for n in range(count)], deliveries=True)
+        return key
+
+    async def test_claims_are_leased(self, harness: StorageHarness) -> None:
+        key = await self.input_rows(harness)
+        first = ours(await harness.outbox.claim("w1", NOW, LEASE, 1000), key)
+        assert [(d.sequence, d.attempts, d.claimed_by, d.dead) for d in first] == [
+            (1, 0, "w1", False), (2, 0, "w1", False), (3, 0, "w1", False)]
+        during = NOW + timedelta(seconds=LEASE - 1)
+        assert ours(await harness.outbox.claim("w2", during, LEASE, 1000), key) == []
+        after = NOW + timedelta(seconds=LEASE + 1)
+        taken_over = ours(await harness.outbox.claim("w2", after, LEASE, 1000), key)
+        assert [(d.sequence, d.claimed_by) for d in taken_over] == [
+            (1, "w2"), (2, "w2"), (3, "w2")]
+
+    async def test_a_claim_takes_at_most_limit_rows(self, harness: StorageHarness) -> None:
+        key = await self.input_rows(harness)
+        limited = await harness.outbox.claim("w1", NOW, LEASE, 2)
+        assert len(limited) == 2
+        rest = await harness.outbox.claim("w1", NOW, LEASE, 1000)
+        first, second = ours(limited, key), ours(rest, key)
+        assert sorted(d.sequence for d in first + second) == [1, 2, 3]  # each row exactly once
+
+    async def test_completed_rows_are_never_claimed_again(self, harness: StorageHarness) -> None:
+        key = await self.input_rows(harness)
+        await harness.outbox.claim("w1", NOW, LEASE, 1000)
+        await harness.outbox.complete(key, 2)
+        later = NOW + timedelta(seconds=LEASE * 10)
+        assert [d.sequence for d in ours(await harness.outbox.claim("w2", later, LEASE, 1000),
+                                         key)] == [1, 3]
+
+    async def test_a_retried_row_waits_for_its_next_attempt(
+            self, harness: StorageHarness) -> None:
+        key = await self.input_rows(harness, count=1)
+        await harness.outbox.claim("w1", NOW, LEASE, 1000)
+        retry_at = NOW + timedelta(seconds=LEASE * 2)
+        await harness.outbox.retry(key, 1, "ConnectionError: down", retry_at)
+        before = retry_at - timedelta(seconds=1)
+        assert ours(await harness.outbox.claim("w2", before, LEASE, 1000), key) == []
+        [row] = ours(await harness.outbox.claim("w2", retry_at, LEASE, 1000), key)
+        assert (row.sequence, row.attempts, row.last_error, row.claimed_by) == (
+            1, 1, "ConnectionError: down", "w2")
+
+    async def test_dead_letters_stay_visible_and_are_never_claimed(
+            self, harness: StorageHarness) -> None:
+        key = await self.input_rows(harness)
+        await harness.outbox.claim("w1", NOW, LEASE, 1000)
+        await harness.outbox.dead_letter(key, 2, "gave up")
+        [dead] = await harness.outbox.dead_letters(key)
+        assert (dead.stream, dead.sequence, dead.dead, dead.last_error) == (
+            key, 2, True, "gave up")
+        later = NOW + timedelta(seconds=LEASE * 10)
+        assert [d.sequence for d in ours(await harness.outbox.claim("w2", later, LEASE, 1000),
+                                         key)] == [1, 3]
+        other = await self.input_rows(harness)
+        assert await harness.outbox.dead_letters(other) == []
+
+    # -- concurrency -------------------------------------------------------
+
+    async def test_concurrent_units_of_work_get_dense_sequences(
+            self, harness: StorageHarness) -> None:
+        key = await created(harness)
+        writers = 20
+
+        async def one_append(n: int) -> int:
+            async with harness.store.lock(key) as session:
+                plan = session.stream.plan_append([draft_from_wire({"payload": n}, ())], {})
+                await asyncio.sleep(0)  # let the others try to get in
+                session.stream.append(plan)
+                session.add_records(stored(plan))
+            return plan.sequences[0]
+
+        sequences = await asyncio.gather(*(one_append(n) for n in range(writers)))
+        assert sorted(sequences) == list(range(1, writers + 1))
+        page = await harness.reader.read_page(key, 0, 100)
+        assert [r.sequence for r in page.records] == list(range(1, writers + 1))
+        assert sorted(r.payload for r in page.records) == list(range(writers))
+        assert page.head == writers

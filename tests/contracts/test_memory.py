@@ -1,0 +1,32 @@
+"""The in-memory adapters pass the port contracts."""
+
+import pytest
+
+from adapters.memory.bus import MemoryWakeBus
+from adapters.memory.objects import MemoryObjectStore
+from adapters.memory.store import MemoryDeliveryOutbox, MemoryStreamStore
+from domain.identifiers import StreamKey
+from tests.contracts.harness import StorageHarness
+from tests.contracts.object_store_contract import ObjectStoreContract
+from tests.contracts.storage_contract import StorageContract
+
+
+class TestMemoryStorage(StorageContract):
+    @pytest.fixture
+    async def harness(self) -> StorageHarness:
+        bus = MemoryWakeBus()
+        outbox = MemoryDeliveryOutbox()
+        store = MemoryStreamStore(bus, outbox)
+
+        async def gap_reader(key: StreamKey) -> list[tuple[int, int]]:
+            return [(expected, received) for gap_key, expected, received in store.gaps
+                    if gap_key == key]
+
+        return StorageHarness(store=store, reader=store, gaps=store, bus=bus, outbox=outbox,
+                              gap_reader=gap_reader)
+
+
+class TestMemoryObjects(ObjectStoreContract):
+    @pytest.fixture
+    def object_store(self) -> MemoryObjectStore:
+        return MemoryObjectStore(("local",))

@@ -1,0 +1,165 @@
+"""Stream lifecycle: close (idempotent), legal hold, prune (never while held), erase."""
+
+from __future__ import annotations
+
+from domain.errors import RunErased, StreamHeld
+from tests.domain.factories import append, draft, refused_unchanged, stream
+
+# -- close -------------------------------------------------------------------
+
+
+def test_close_closes_once_and_is_idempotent() -> None:
+    target = stream()
+    append(target, draft())
+    assert target.close() is True
+    target.collect_events()
+    assert target.close() is False
+    assert target.collect_events() == []
+    assert target.closed and target.head == 1
+
+
+# -- legal hold --------------------------------------------------------------
+
+
+def test_legal_hold_is_set_with_a_reason_and_released() -> None:
+    target = stream()
+    assert target.set_legal_hold(True, "case-42")
+    assert (target.legal_hold, target.hold_reason) == (True, "case-42")
+    assert target.status.legal_hold
+    assert target.set_legal_hold(False, None)
+    assert (target.legal_hold, target.hold_reason) == (False, None)
+
+
+def test_setting_the_same_hold_again_records_nothing() -> None:
+    target = stream()
+    target.set_legal_hold(True, "case-42")
+    target.collect_events()
+    assert target.set_legal_hold(True, "case-42") is False
+    assert target.collect_events() == []
+
+
+def test_changing_only_the_reason_is_recorded() -> None:
+    target = stream()
+    target.set_legal_hold(True, "case-42")
+    assert target.set_legal_hold(True, "case-43")
+    assert target.hold_reason == "case-43"
+
+
+# -- prune -------------------------------------------------------------------
+
+
+def test_prune_advances_earliest_and_returns_it() -> None:
+    target = stream()
+    append(target, draft(), draft(), draft(), draft())
+    assert target.prune(2) == 3
+    assert target.earliest == 3
+    assert target.status.earliest == 3
+
+
+def test_prune_is_clamped_to_head() -> None:
+    target = stream()
+    append(target, draft(), draft())
+    assert target.prune(10) == 3
+    assert (target.earliest, target.head) == (3, 2)
+
+
+def test_pruning_below_earliest_changes_nothing() -> None:
+    target = stream()
+    append(target, draft(), draft(), draft())
+    target.prune(2)
+    target.collect_events()
+    assert target.prune(1) == 3
+    assert target.prune(2) == 3
+    assert target.prune(-5) == 3
+    assert target.collect_events() == []
+
+
+def test_pruning_an_empty_stream_changes_nothing() -> None:
+    target = stream()
+    target.collect_events()
+    assert target.prune(5) == 1
+    assert target.collect_events() == []
+
+
+def test_a_held_stream_is_never_pruned() -> None:
+    target = stream()
+    append(target, draft(), draft())
+    target.set_legal_hold(True, "case")
+    with refused_unchanged(target, StreamHeld) as refused:
+        target.prune(1)
+    assert refused.value.code == "legal_hold"
+    target.set_legal_hold(False, None)
+    assert target.prune(1) == 2
+
+
+def test_pruned_records_no_longer_count_as_unread_but_still_count_in_totals() -> None:
+    target = stream(consumers=["ui"])
+    append(target, draft(10), draft(20), draft(30))
+    target.prune(2)
+    assert (target.usage.unread_items, target.usage.unread_bytes) == (1, 30)
+    assert (target.total_items, target.total_bytes) == (3, 60)
+
+
+def test_sequences_continue_after_pruning() -> None:
+    target = stream()
+    append(target, draft(), draft())
+    target.prune(2)
+    assert append(target, draft()) == (3,)
+
+
+# -- erase -------------------------------------------------------------------
+
+
+def test_erase_removes_every_record_and_seals_the_stream() -> None:
+    target = stream()
+    append(target, draft(), draft(), draft())
+    assert target.erase() is True
+    assert (target.erased, target.earliest, target.head) == (True, 4, 3)
+    assert target.usage.unread_items == 0
+    with refused_unchanged(target, RunErased):
+        target.plan_append([draft()], {})
+
+
+def test_erase_again_changes_nothing() -> None:
+    target = stream()
+    append(target, draft())
+    target.erase()
+    target.collect_events()
+    assert target.erase() is False
+    assert target.collect_events() == []
+
+
+def test_a_held_stream_is_sealed_but_keeps_its_records() -> None:
+    target = stream()
+    append(target, draft(), draft())
+    target.set_legal_hold(True, "case")
+    assert target.erase() is False
+    assert (target.erased, target.earliest, target.head) == (True, 1, 2)
+    with refused_unchanged(target, RunErased):
+        target.plan_append([draft()], {})
+
+
+def test_erasing_a_held_stream_again_while_held_changes_nothing() -> None:
+    target = stream()
+    append(target, draft())
+    target.set_legal_hold(True, "case")
+    target.erase()
+    target.collect_events()
+    assert target.erase() is False
+    assert target.collect_events() == []
+
+
+def test_erase_after_the_hold_is_released_removes_the_records() -> None:
+    target = stream()
+    append(target, draft(), draft())
+    target.set_legal_hold(True, "case")
+    target.erase()
+    target.set_legal_hold(False, None)
+    assert target.erase() is True
+    assert target.earliest == 3
+
+
+def test_an_empty_stream_can_be_erased() -> None:
+    target = stream()
+    assert target.erase() is True
+    assert target.erased and target.earliest == 1
