@@ -61,9 +61,9 @@ class StreamLifecycle:
         for listed in streams:
             async with self._store.lock(listed.key) as session:
                 head = session.stream.head
-                if not session.stream.erase():
-                    if session.stream.legal_hold:
-                        held.append(listed.stream_id)
+                session.stream.erase()
+                if session.stream.legal_hold:
+                    held.append(listed.stream_id)
                     continue
                 records += (await session.remove_records_through(head)).records
                 intents = await session.intents()
@@ -75,6 +75,7 @@ class StreamLifecycle:
             # Bodies go after the commit: a crash in between leaves orphans for the
             # sweeper, never a record that points at a deleted body.
             for intent in bodies:
-                await self._objects.delete(intent.region, intent.object_key)
-            objects += len(bodies)
+                if await self._objects.stat(intent.region, intent.object_key) is not None:
+                    await self._objects.delete(intent.region, intent.object_key)
+                    objects += 1
         return ErasureReport(len(streams), records, objects, held)

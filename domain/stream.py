@@ -263,11 +263,12 @@ class Stream(Aggregate):
         self._advance_floor(through)
 
     def erase(self) -> bool:
-        """Seal the stream for good and remove its records unless it is under legal hold.
+        """Seal (and close) the stream for good and remove its records unless it is under
+        legal hold.
 
-        After erasure nothing more is ever stored. A held stream is sealed but keeps
-        its records; erasing it again once the hold is released removes them.
-        Returns True when records were removed.
+        After erasure nothing more is ever stored, and followers end. A held stream
+        is sealed but keeps its records; erasing it again once the hold is released
+        removes them. Returns True when records were removed.
         """
         if self.legal_hold:
             if not self.erased:
@@ -281,9 +282,11 @@ class Stream(Aggregate):
     @event("Sealed")
     def _sealed(self) -> None:
         self.erased = True
+        self.closed = True
 
     @event("Erased")
     def _erased(self) -> None:
         self.erased = True
+        self.closed = True
         self.earliest = self.head + 1
         self._advance_floor(self.head)

@@ -3,6 +3,7 @@
 import pytest
 
 from adapters.memory.simulation import Simulation, simulation
+from application.following import EndFrame
 from application.lifecycle import ErasureReport
 from domain.errors import Forbidden, NotFound, RunErased
 from domain.object_intent import IntentState
@@ -15,7 +16,9 @@ from tests.application.support import (
     definition,
     key,
     make_stream,
+    next_non_keepalive,
     object_pins,
+    take_records,
 )
 
 
@@ -113,3 +116,17 @@ async def test_only_an_admin_erases_a_run() -> None:
     with pytest.raises(Forbidden):
         await sim.service.lifecycle.erase_run(ALICE, RUN)
     assert await append_numbers(sim, 4, 4, "a") == (5,)
+
+
+async def test_a_caught_up_follower_ends_when_its_run_is_erased() -> None:
+    sim = simulation()
+    await make_stream(sim, "a")
+    await append_numbers(sim, 1, 2, "a")
+    follow = await sim.service.follower.open(ALICE, RUN, "a", after=0)
+    frames = follow.frames()
+    try:
+        assert await take_records(frames, 2) == [1, 2]
+        await sim.service.lifecycle.erase_run(ADMIN, RUN)
+        assert await next_non_keepalive(frames) == EndFrame(2)
+    finally:
+        await follow.close()

@@ -190,6 +190,7 @@ class StreamMachine(RuleBasedStateMachine):
     @rule()
     def erase(self) -> None:
         removed = self.stream.erase()
+        self.closed = True  # an erased (or sealed) stream is closed: its followers end
         if self.held:
             assert removed is False
             self.erased = True
