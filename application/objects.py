@@ -11,7 +11,13 @@ from application.node import NodeSettings
 from application.ports import Clock, ObjectStore, StreamSession, StreamStore
 from domain.errors import DomainError, NotFound, ObjectStateConflict, RunErased
 from domain.identifiers import StreamKey, object_intent_id
-from domain.object_intent import AuthorizationReceipt, IntentState, ObjectIntent, ObjectPins
+from domain.object_intent import (
+    LIVE_STATES,
+    AuthorizationReceipt,
+    IntentState,
+    ObjectIntent,
+    ObjectPins,
+)
 from domain.principal import Principal
 from domain.records import draft_for_object
 from domain.residency import object_region_for
@@ -61,6 +67,7 @@ class Objects:
         key = stream_key(principal, run_id, stream_id)
         await stream_for_writing(self._store, principal, key, self._node.region)
         intent = await self._intent(key, object_id)
+        await self._refuse_if_expired(key, intent)
         intent.ensure_uploadable()
         evidence = await self._objects.put(intent.region, intent.object_key, body, intent.size,
                                            intent.sha256)
@@ -83,6 +90,7 @@ class Objects:
         earlier = intent.committed_sequence()
         if earlier is not None:
             return earlier, False
+        await self._refuse_if_expired(key, intent)
         evidence = await self._objects.stat(intent.region, intent.object_key)
         if evidence is None or (evidence.size, evidence.sha256) != (intent.size, intent.sha256):
             raise ObjectStateConflict("the object store does not confirm the uploaded body",
@@ -128,6 +136,18 @@ class Objects:
         if await self._objects.stat(intent.region, intent.object_key) is None:
             raise NotFound("object body not available")
         return intent, self._objects.open(intent.region, intent.object_key)
+
+    async def _refuse_if_expired(self, key: StreamKey, intent: ObjectIntent) -> None:
+        """An intent past its deadline is expired on the spot (its own unit of work, so
+        the expiry sticks) and the request is refused; its body goes with it."""
+        if intent.current_state not in LIVE_STATES or self._clock.now() < intent.expires_at:
+            return
+        async with self._store.lock(key) as session:
+            locked = await self._locked_intent(session, intent.object_id)
+            if locked.expire(self._clock.now()):
+                session.save_intent(locked)
+        await self._objects.delete(intent.region, intent.object_key)
+        raise ObjectStateConflict("the object intent expired", state=IntentState.EXPIRED.value)
 
     async def _intent(self, key: StreamKey, object_id: str) -> ObjectIntent:
         intent = await self._store.load_intent(key, object_id)

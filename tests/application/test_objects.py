@@ -3,6 +3,7 @@
 import pytest
 
 from adapters.memory.simulation import Simulation, simulation
+from application.node import NodeSettings
 from application.views import record_envelope
 from domain.errors import (
     DigestMismatch,
@@ -15,7 +16,17 @@ from domain.errors import (
 )
 from domain.object_intent import IntentState, ObjectIntent
 from domain.records import ObjectRef
-from tests.application.support import ALICE, BOB, RUN, body_of, key, make_stream, object_pins
+from tests.application.support import (
+    ALICE,
+    BOB,
+    RUN,
+    body_of,
+    fake_clock,
+    head_of,
+    key,
+    make_stream,
+    object_pins,
+)
 
 BODY = b"%PDF-1.7 " + b"x" * 1000
 
@@ -183,3 +194,29 @@ async def test_bodies_go_to_the_pinned_object_region_not_the_nodes_own() -> None
     intent, _ = await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(BODY))
     await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(BODY))
     assert (sim.objects.keys("eu"), sim.objects.keys("local")) == ([intent.object_key], [])
+
+
+async def test_an_intent_past_its_deadline_refuses_upload_and_commit_and_stays_expired() -> None:
+    sim = simulation(node=NodeSettings(object_intent_ttl_seconds=60))
+    await make_stream(sim)
+    body = b"late body"
+    intent, _ = await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(body, "late"))
+    fake_clock(sim).advance(61)
+    with pytest.raises(ObjectStateConflict):
+        await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(body))
+    state = await sim.service.objects.get(ALICE, RUN, "s", intent.object_id)
+    assert state.current_state is IntentState.EXPIRED
+    assert sim.objects.keys("local") == []
+
+
+async def test_an_uploaded_intent_past_its_deadline_cannot_be_committed() -> None:
+    sim = simulation(node=NodeSettings(object_intent_ttl_seconds=60))
+    await make_stream(sim)
+    body = b"uploaded in time"
+    intent, _ = await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(body, "u"))
+    await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(body))
+    fake_clock(sim).advance(60)
+    with pytest.raises(ObjectStateConflict):
+        await sim.service.objects.commit(ALICE, RUN, "s", intent.object_id)
+    assert (await head_of(sim)) == 0
+    assert sim.objects.keys("local") == []
