@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from application.access import stream_for_writing, stream_key
+from application.live import LivePublishing
 from application.node import NodeSettings
 from application.ports import Clock, StoredRecord, StreamSession, StreamStore, WakeBus
-from domain.errors import Backpressure, InvalidRecord
+from domain.errors import Backpressure, InvalidRecord, RunErased, StreamClosed
 from domain.identifiers import StreamKey
 from domain.principal import Principal
 from domain.records import Draft, draft_from_wire
@@ -20,13 +21,16 @@ from domain.stream import AppendPlan
 
 @dataclass(frozen=True)
 class AppendResult:
+    """`published` counts records of a best-effort stream: sent live, stored nowhere."""
+
     sequences: tuple[int, ...]
     head: int
     stored: int
+    published: int = 0
 
     @property
     def all_duplicates(self) -> bool:
-        return self.stored == 0
+        return self.stored == 0 and self.published == 0
 
 
 class Appender:
@@ -35,12 +39,14 @@ class Appender:
     Credit is decided inside that transaction from durable counts. When the
     unread ceiling is full, policy `reject` answers backpressure at once;
     policy `block` waits, without holding the lock, for wakes (acks) until its
-    pinned timeout, then answers backpressure.
+    pinned timeout, then answers backpressure. A `best_effort` stream stores
+    nothing: its records go out as live chunks to whoever is connected.
     """
 
-    def __init__(self, store: StreamStore, bus: WakeBus, clock: Clock,
-                 node: NodeSettings) -> None:
+    def __init__(self, store: StreamStore, bus: WakeBus, clock: Clock, node: NodeSettings,
+                 live: LivePublishing) -> None:
         self._store = store
+        self._live = live
         self._bus = bus
         self._clock = clock
         self._node = node
@@ -53,6 +59,13 @@ class Appender:
             raise InvalidRecord("records must be a non-empty list")
         mask = stream.definition.redaction.mask
         drafts = [draft_from_wire(item, mask) for item in records]
+        if stream.definition.mode == "best_effort":
+            if stream.erased:
+                raise RunErased("the run was erased; nothing more is stored")
+            if stream.closed:
+                raise StreamClosed("stream is closed")
+            published = await self._live.publish_drafts(key, drafts)
+            return AppendResult((), stream.head, 0, published)
         credit = stream.definition.credit
         if credit.on_unread_full == "block":
             return await self._append_blocking(key, drafts, credit.block_timeout_seconds)

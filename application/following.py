@@ -167,7 +167,10 @@ class Follower:
     async def open(self, principal: Principal, run_id: str, stream_id: str, after: int,
                    live: bool = False) -> Follow:
         key = stream_key(principal, run_id, stream_id)
-        await stream_for_reading(self._store, principal, key, self._node.region, content=True)
+        stream = await stream_for_reading(self._store, principal, key, self._node.region,
+                                          content=True)
+        # A best-effort stream has nothing stored: its readers exist for the live chunks.
+        live = live or stream.definition.mode == "best_effort"
         who = (principal.tenant, principal.sub)
         if self._open_by_principal[who] >= self._node.max_subscriptions_per_principal:
             raise TooManySubscriptions("too many concurrent subscriptions for this principal",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Sequence
 from typing import Any
 
@@ -9,8 +10,10 @@ from application.access import stream_for_writing, stream_key
 from application.node import NodeSettings
 from application.ports import LiveChunk, StreamStore, WakeBus
 from domain.errors import InvalidRecord
+from domain.identifiers import StreamKey
 from domain.live_chunk import LiveSequencer, cap_chunk
 from domain.principal import Principal
+from domain.records import Draft
 
 MAX_CHUNKS_PER_REQUEST = 1000
 
@@ -38,8 +41,25 @@ class LivePublishing:
             raise InvalidRecord("attempt must be a positive integer")
         key = stream_key(principal, run_id, stream_id)
         await stream_for_writing(self._store, principal, key, self._node.region)
+        await self._send(key, chunks, source, attempt, first_index)
+        return len(chunks)
+
+    async def publish_drafts(self, key: StreamKey, drafts: Sequence[Draft]) -> int:
+        """The records of a best-effort stream, as live chunks (JSON payloads verbatim,
+        bytes as `{content_type, data}` in base64)."""
+        await self._send(key, [live_body(draft) for draft in drafts], None, None, 0)
+        return len(drafts)
+
+    async def _send(self, key: StreamKey, chunks: Sequence[Any], source: str | None,
+                    attempt: int | None, first_index: int) -> None:
         for offset, chunk in enumerate(chunks):
             await self._bus.publish_live(LiveChunk(
                 stream=key, seq=self._sequencer.next(key.channel_key), data=cap_chunk(chunk),
                 source=source, attempt=attempt, index=first_index + offset))
-        return len(chunks)
+
+
+def live_body(draft: Draft) -> Any:
+    if draft.has_payload:
+        return draft.payload
+    data = draft.data or b""
+    return {"content_type": draft.content_type, "data": base64.b64encode(data).decode()}

@@ -55,7 +55,8 @@ class RunnelService:
 
     @classmethod
     def build(cls, ports: Ports, node: NodeSettings, live_epoch: int) -> RunnelService:
-        appender = Appender(ports.store, ports.bus, ports.clock, node)
+        live = LivePublishing(ports.store, ports.bus, LiveSequencer(live_epoch), node)
+        appender = Appender(ports.store, ports.bus, ports.clock, node, live)
         return cls(
             definitions=StreamDefinitions(ports.store, ports.clock, node),
             appender=appender,
@@ -64,7 +65,7 @@ class RunnelService:
             acks=Acknowledger(ports.store, node),
             lifecycle=StreamLifecycle(ports.store, ports.objects, node),
             objects=Objects(ports.store, ports.objects, appender, ports.clock, node),
-            live=LivePublishing(ports.store, ports.bus, LiveSequencer(live_epoch), node),
+            live=live,
             retention=RetentionPruner(ports.store, ports.reader, ports.objects, ports.clock),
             dispatcher=InputDispatcher(ports.outbox, ports.reader, ports.wait_service,
                                        ports.clock, node),
