@@ -1,0 +1,92 @@
+"""Postgres (asyncpg) adapters for every storage and waking port.
+
+`open_postgres(dsn)` migrates (unless told not to), opens one pool, starts the
+group committer and the process's single LISTEN connection, and returns the
+adapters; `close()` stops them in reverse order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import asyncpg
+
+from adapters.postgres.bus import ListenSettings, PostgresWakeBus
+from adapters.postgres.codec import AggregateCodec
+from adapters.postgres.gaps import PostgresGapEvidence
+from adapters.postgres.group_commit import GroupCommitter
+from adapters.postgres.migrations import migrate
+from adapters.postgres.outbox import PostgresDeliveryOutbox
+from adapters.postgres.reader import PostgresRecordReader
+from adapters.postgres.store import PostgresStreamStore
+from adapters.postgres.stream_cache import StreamCache
+
+__all__ = ["PostgresAdapters", "migrate", "open_postgres"]
+
+# JIT compilation only adds latency to the short statements Runnel runs.
+_SERVER_SETTINGS = {"application_name": "runnel", "jit": "off"}
+
+
+async def _keep_session(_connection: asyncpg.Connection) -> None:
+    """Pool release without asyncpg's default reset query (one round trip per use):
+    Runnel never changes session state on pool connections (no SET, LISTEN or
+    session-level advisory locks), and an open transaction is still rolled back."""
+
+
+@dataclass
+class PostgresAdapters:
+    store: PostgresStreamStore
+    reader: PostgresRecordReader
+    gaps: PostgresGapEvidence
+    bus: PostgresWakeBus
+    outbox: PostgresDeliveryOutbox
+    pool: asyncpg.Pool
+
+    async def close(self) -> None:
+        await self.store.committer.close()
+        await self.bus.close()
+        await self.pool.close()
+
+
+async def open_postgres(dsn: str, *, migrate: bool = True, listen: bool = True,
+                        pool_size: int = 10, commit_connections: int = 2,
+                        max_group: int = 256, listen_dsn: str | None = None,
+                        listen_settings: ListenSettings | None = None) -> PostgresAdapters:
+    """Connect to `dsn`.
+
+    - `listen=False` gives a process that only writes and reads (workers, CLI):
+      its readers hear only its own commits, nothing from other processes;
+    - `commit_connections` is how many shared transactions may be in flight at
+      once (each holds one pool connection while it runs); the pool keeps at
+      least two more for reads; `max_group` caps the units of work per
+      transaction (1 is one transaction per command: for comparisons);
+    - `listen_dsn` routes the LISTEN connection differently from the pool (a
+      transaction-pooling proxy such as pgbouncer cannot carry LISTEN).
+    """
+    if migrate:
+        from adapters.postgres.migrations import migrate as apply
+
+        await apply(dsn)
+    pool = await asyncpg.create_pool(dsn, min_size=1,
+                                     max_size=max(pool_size, commit_connections + 2),
+                                     server_settings=_SERVER_SETTINGS, reset=_keep_session)
+    codec = AggregateCodec()
+    cache = StreamCache()
+    bus = PostgresWakeBus(listen_dsn or dsn, pool, listen_settings)
+    committer = GroupCommitter(pool, codec, cache, origin=bus.origin,
+                               on_committed=bus.deliver_committed,
+                               connections=commit_connections, max_group=max_group)
+    adapters = PostgresAdapters(
+        store=PostgresStreamStore(pool, codec, cache, committer),
+        reader=PostgresRecordReader(pool),
+        gaps=PostgresGapEvidence(pool),
+        bus=bus,
+        outbox=PostgresDeliveryOutbox(pool),
+        pool=pool,
+    )
+    try:
+        await bus.start(listen=listen)
+    except BaseException:
+        await adapters.close()
+        raise
+    return adapters

@@ -1,0 +1,257 @@
+"""The Postgres wake bus: ONE dedicated LISTEN connection per process.
+
+Rules:
+- whatever the number of local readers, the process holds one LISTEN
+  connection (channels `runnel_wake` and `runnel_live`) and fans every
+  notification out through a `FanoutHub`;
+- this process's own commits and live chunks reach its readers directly
+  (right after the COMMIT, as with the memory bus); its listener skips
+  notifications of its own origin, so each wake arrives once;
+- the connection is heart-beaten (`SELECT 1` under a timeout: a half-open TCP
+  connection raises nothing by itself) and re-established with backoff when it
+  fails or the server ends it; after every (re)connect, once LISTEN is active
+  again, every local reader is told to re-read from its cursor
+  (`hub.reset_all()`), so notifications lost meanwhile delay but never lose;
+- wakes are only hints: the store sends them with its commit, never before;
+- live chunks are best effort: `publish_live` hands them to local readers and
+  enqueues them for other processes (bounded, dropping when full); a sender
+  task NOTIFYs them in batches, so a producer never waits for, or fails
+  because of, readers or the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections import deque
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+
+from adapters.fanout import FanoutHub
+from adapters.postgres.notifications import (
+    LIVE_CHANNEL,
+    WAKE_CHANNEL,
+    decode_live,
+    decode_wake,
+    encode_live,
+    split_payload,
+)
+from application.ports import LiveChunk, Wake, WakeSubscription
+from domain.identifiers import StreamKey
+
+log = logging.getLogger(__name__)
+
+LISTEN_APPLICATION_NAME = "runnel-listen"
+"""How the LISTEN connection shows in `pg_stat_activity`."""
+
+_SEND_LIVE = f"SELECT pg_notify('{LIVE_CHANNEL}', chunk) FROM unnest($1::text[]) AS chunk"
+
+
+@dataclass(frozen=True)
+class ListenSettings:
+    heartbeat_seconds: float = 5.0
+    heartbeat_timeout_seconds: float = 5.0
+    connect_timeout_seconds: float = 10.0
+    first_backoff_seconds: float = 0.05
+    max_backoff_seconds: float = 5.0
+    live_queue_limit: int = 10_000
+    live_batch: int = 500
+
+
+@dataclass
+class BusStats:
+    notifications: int = 0
+    undecodable: int = 0
+    live_sent: int = 0
+    live_dropped: int = 0
+
+
+class PostgresWakeBus:
+    """Implements `WakeBus` over LISTEN/NOTIFY."""
+
+    def __init__(self, dsn: str, pool: asyncpg.Pool, settings: ListenSettings | None = None
+                 ) -> None:
+        self.hub = FanoutHub()
+        self.origin = uuid.uuid4().hex[:12]
+        """Names this process in NOTIFY payloads, so it can skip its own."""
+        self.stats = BusStats()
+        self.reconnects = 0
+        """How many times the LISTEN connection was re-established after a loss."""
+        self._dsn = dsn
+        self._pool = pool
+        self._settings = settings or ListenSettings()
+        self._connection: asyncpg.Connection | None = None
+        self._listening = asyncio.Event()
+        self._lost = asyncio.Event()
+        self._supervisor: asyncio.Task[None] | None = None
+        self._live: deque[str] = deque()
+        self._live_ready = asyncio.Event()
+        self._sender: asyncio.Task[None] | None = None
+
+    # -- lifecycle -------------------------------------------------------
+
+    async def start(self, listen: bool = True, wait_seconds: float = 30.0) -> None:
+        """Start sending live chunks and, with `listen`, listening; returns once LISTEN
+        is active, so a subscription made after this call is woken by every later commit.
+        Without `listen` nothing reaches local readers (for write-only processes)."""
+        self._sender = asyncio.create_task(self._send_live(), name="runnel-live-sender")
+        if listen:
+            self._supervisor = asyncio.create_task(self._supervise(), name="runnel-listen")
+            await asyncio.wait_for(self._listening.wait(), wait_seconds)
+
+    async def close(self) -> None:
+        for task in (self._supervisor, self._sender):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._supervisor = self._sender = None
+        await self._drop_connection()
+
+    @property
+    def listen_connections(self) -> int:
+        """LISTEN connections this process holds right now (0 or 1)."""
+        connection = self._connection
+        return 1 if connection is not None and not connection.is_closed() else 0
+
+    @property
+    def listener_pid(self) -> int | None:
+        """Server process id of the LISTEN connection (for operators and fault tests)."""
+        connection = self._connection
+        return connection.get_server_pid() if connection is not None else None
+
+    # -- WakeBus ---------------------------------------------------------
+
+    @asynccontextmanager
+    async def subscribe(self, key: StreamKey, live: bool = False
+                        ) -> AsyncIterator[WakeSubscription]:
+        async with self.hub.subscribe(key, live) as subscription:
+            yield subscription
+
+    async def publish_live(self, chunk: LiveChunk) -> None:
+        self.hub.deliver_live(chunk)
+        try:
+            payload = encode_live(chunk, self.origin)
+        except Exception:  # best effort: a chunk we cannot encode is a dropped chunk
+            payload = None
+        if payload is None or len(self._live) >= self._settings.live_queue_limit \
+                or self._sender is None:
+            self.stats.live_dropped += 1
+            return
+        self._live.append(payload)
+        self._live_ready.set()
+
+    def deliver_committed(self, wakes: Sequence[Wake]) -> None:
+        """Called by the store right after a COMMIT, for this process's readers."""
+        for wake in wakes:
+            self.hub.deliver_wake(wake)
+
+    # -- listening -------------------------------------------------------
+
+    async def _supervise(self) -> None:
+        settings = self._settings
+        backoff = settings.first_backoff_seconds
+        connected_before = False
+        while True:
+            try:
+                await self._listen()
+                if connected_before:
+                    self.reconnects += 1
+                connected_before = True
+                # LISTEN is active again: anything committed from here on wakes us;
+                # whatever was committed while we were away, readers re-read.
+                self.hub.reset_all()
+                self._listening.set()
+                backoff = settings.first_backoff_seconds
+                await self._heartbeat()
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                log.warning("LISTEN connection lost: %r; reconnecting in %.2fs", error, backoff)
+            finally:
+                self._listening.clear()
+                await self._drop_connection()
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, settings.max_backoff_seconds)
+
+    async def _listen(self) -> None:
+        self._lost.clear()
+        connection = await asyncpg.connect(
+            self._dsn, timeout=self._settings.connect_timeout_seconds,
+            server_settings={"application_name": LISTEN_APPLICATION_NAME})
+        self._connection = connection
+        connection.add_termination_listener(self._on_terminated)
+        await connection.add_listener(WAKE_CHANNEL, self._on_wake)
+        await connection.add_listener(LIVE_CHANNEL, self._on_live)
+
+    async def _heartbeat(self) -> None:
+        """Returns (raising) only when the connection is gone or does not answer."""
+        settings = self._settings
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._lost.wait(), settings.heartbeat_seconds)
+            connection = self._connection
+            if self._lost.is_set() or connection is None or connection.is_closed():
+                raise ConnectionError("LISTEN connection was closed")
+            await asyncio.wait_for(connection.fetchval("SELECT 1"),
+                                   settings.heartbeat_timeout_seconds)
+
+    def _on_terminated(self, _connection: Any) -> None:
+        self._lost.set()
+
+    async def _drop_connection(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None and not connection.is_closed():
+            # terminate(), not close(): close() waits for the server, which may be gone.
+            connection.terminate()
+
+    def _on_wake(self, _connection: Any, _pid: int, _channel: str, payload: str) -> None:
+        self.stats.notifications += 1
+        try:
+            origin, channel_key, body = split_payload(payload)
+            if origin == self.origin:
+                return
+            key = StreamKey.from_channel_key(channel_key)
+            if self.hub.has_readers(key):
+                self.hub.deliver_wake(decode_wake(key, body))
+        except Exception:  # a malformed payload must not kill the listener
+            self.stats.undecodable += 1
+            log.exception("undecodable wake payload")
+
+    def _on_live(self, _connection: Any, _pid: int, _channel: str, payload: str) -> None:
+        self.stats.notifications += 1
+        try:
+            origin, channel_key, body = split_payload(payload)
+            if origin == self.origin:
+                return
+            key = StreamKey.from_channel_key(channel_key)
+            if self.hub.has_readers(key):
+                self.hub.deliver_live(decode_live(key, body))
+        except Exception:
+            self.stats.undecodable += 1
+            log.exception("undecodable live payload")
+
+    # -- sending live chunks ---------------------------------------------
+
+    async def _send_live(self) -> None:
+        while True:
+            if not self._live:
+                self._live_ready.clear()
+                await self._live_ready.wait()
+                continue
+            batch = [self._live.popleft()
+                     for _ in range(min(len(self._live), self._settings.live_batch))]
+            try:
+                await self._pool.execute(_SEND_LIVE, batch)
+                self.stats.live_sent += len(batch)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # best effort: dropped, never raised to producers
+                self.stats.live_dropped += len(batch)
+                log.warning("dropped %d live chunks: %r", len(batch), error)

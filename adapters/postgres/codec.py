@@ -1,0 +1,103 @@
+"""Serialisation of aggregates and their events with eventsourcing's own Mapper.
+
+Events and snapshots are stored as the library's `StoredEvent` (topic + JSON
+bytes), so they stay readable by its tooling. Loading a stream decodes the
+snapshot kept on its row (`Snapshot.mutate(None)`), never a replay; `replay`
+exists so the round trip can be checked against the event log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, TypeVar
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate, Snapshot
+from eventsourcing.persistence import (
+    DatetimeAsISO,
+    JSONTranscoder,
+    Mapper,
+    StoredEvent,
+    Transcoding,
+    UUIDAsHex,
+)
+
+from domain.definition import StreamDefinition
+
+A = TypeVar("A", bound=Aggregate)
+
+
+class StreamDefinitionAsJson(Transcoding):
+    """Pins travel as their JSON text. A definition never changes after creation and
+    is frozen, so both directions are memoised: every load of a stream would
+    otherwise validate the same pins again."""
+
+    type = StreamDefinition
+    name = "stream_definition"
+    _CACHE_LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._encoded: dict[int, tuple[StreamDefinition, str]] = {}
+        self._decoded: dict[str, StreamDefinition] = {}
+
+    def encode(self, obj: StreamDefinition) -> str:
+        cached = self._encoded.get(id(obj))
+        if cached is not None and cached[0] is obj:
+            return cached[1]
+        text = obj.model_dump_json()
+        if len(self._encoded) >= self._CACHE_LIMIT:
+            self._encoded.clear()
+        self._encoded[id(obj)] = (obj, text)  # holding obj keeps its id from being reused
+        return text
+
+    def decode(self, data: str) -> StreamDefinition:
+        cached = self._decoded.get(data)
+        if cached is not None:
+            return cached
+        # Lenient: JSON has no tuples, and this is our own data coming back.
+        definition = StreamDefinition.model_validate_json(data, strict=False)
+        if len(self._decoded) >= self._CACHE_LIMIT:
+            self._decoded.clear()
+        self._decoded[data] = definition
+        return definition
+
+
+def build_mapper() -> Mapper[UUID]:
+    transcoder = JSONTranscoder()
+    for transcoding in (UUIDAsHex(), DatetimeAsISO(), StreamDefinitionAsJson()):
+        transcoder.register(transcoding)
+    # No tuple transcoding: the JSON encoder writes tuples as arrays before any
+    # `default` hook runs, so aggregates keep lists (the domain assigns lists).
+    return Mapper(transcoder=transcoder)
+
+
+class AggregateCodec:
+    """Aggregates ⇄ stored events and snapshots."""
+
+    def __init__(self, mapper: Mapper[UUID] | None = None) -> None:
+        self.mapper = mapper or build_mapper()
+
+    def events(self, events: Iterable[Any]) -> list[StoredEvent]:
+        return [self.mapper.to_stored_event(event) for event in events]
+
+    def snapshot(self, aggregate: Aggregate) -> StoredEvent:
+        return self.mapper.to_stored_event(Snapshot.take(aggregate))
+
+    def load(self, kind: type[A], aggregate_id: UUID, version: int, topic: str,
+             state: bytes) -> A:
+        """Rebuild an aggregate from the snapshot stored with it."""
+        snapshot = self.mapper.to_domain_event(StoredEvent(aggregate_id, version, topic,
+                                                           bytes(state)))
+        aggregate = snapshot.mutate(None)  # type: ignore[attr-defined]
+        if not isinstance(aggregate, kind):
+            raise TypeError(f"snapshot of {aggregate_id} holds a {type(aggregate).__name__}")
+        return aggregate
+
+    def replay(self, kind: type[A], stored: Sequence[StoredEvent]) -> A:
+        """Fold the stored events of one aggregate, oldest first."""
+        aggregate: Any = None
+        for record in stored:
+            aggregate = self.mapper.to_domain_event(record).mutate(aggregate)  # type: ignore[attr-defined]
+        if not isinstance(aggregate, kind):
+            raise TypeError(f"events do not build a {kind.__name__}")
+        return aggregate

@@ -1,0 +1,115 @@
+"""The Postgres `StreamStore`: stream rows, their snapshots, and units of work.
+
+`lock()` hands out units of work run by the group committer (one shared
+transaction per group, see `group_commit.py`). Everything else is a single
+autocommit statement on the pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+from uuid import UUID
+
+import asyncpg
+
+from adapters.postgres.codec import AggregateCodec
+from adapters.postgres.group_commit import GroupCommitter
+from adapters.postgres.ids import stream_id
+from adapters.postgres.load_coalescing import LoadCoalescer
+from adapters.postgres.stream_cache import StreamCache
+from adapters.postgres.unit_of_work import PostgresSession, load_intent_row
+from domain.identifiers import RunKey, StreamKey
+from domain.object_intent import ObjectIntent
+from domain.stream import Stream
+
+# One statement, so creation is atomic without a transaction round trip: the row,
+# its Created event and the consumers named by the definition, or nothing.
+_CREATE = """
+WITH created AS (
+    INSERT INTO streams (id, tenant, run_id, stream_id, definition, snapshot_topic, snapshot,
+                         version, head, earliest, total_items, total_bytes, closed,
+                         legal_hold, erased, created_at)
+    VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+    ON CONFLICT DO NOTHING
+    RETURNING id
+), created_events AS (
+    INSERT INTO stream_events (originator_id, originator_version, topic, state)
+    SELECT e.* FROM unnest($17::uuid[], $18::int4[], $19::text[], $20::bytea[]) AS e
+    WHERE EXISTS (SELECT 1 FROM created)
+), created_consumers AS (
+    INSERT INTO consumers (stream, consumer_id, acked, owner)
+    SELECT $1, c.consumer, 0, NULL FROM unnest($21::text[]) AS c(consumer)
+    WHERE EXISTS (SELECT 1 FROM created)
+)
+SELECT EXISTS (SELECT 1 FROM created)
+"""
+
+_LIST_RUN = """
+SELECT id, version, snapshot_topic, snapshot FROM streams
+WHERE tenant = $1 AND run_id = $2 ORDER BY stream_id
+"""
+
+_LOAD_INTENT = """
+SELECT id, version, snapshot_topic, snapshot FROM object_intents WHERE id = $1 AND stream = $2
+"""
+
+_MARK_ERASED = """
+INSERT INTO erased_runs (tenant, run_id) VALUES ($1, $2) ON CONFLICT DO NOTHING
+"""
+
+_IS_ERASED = "SELECT EXISTS (SELECT 1 FROM erased_runs WHERE tenant = $1 AND run_id = $2)"
+
+
+class PostgresStreamStore:
+    """Implements `StreamStore`."""
+
+    def __init__(self, pool: asyncpg.Pool, codec: AggregateCodec, cache: StreamCache,
+                 committer: GroupCommitter) -> None:
+        self._pool = pool
+        self._codec = codec
+        self.committer = committer
+        self._loads = LoadCoalescer(pool, codec, cache)
+
+    async def create(self, stream: Stream) -> tuple[Stream, bool]:
+        key = stream.key
+        events = self._codec.events(stream.collect_events())
+        snapshot = self._codec.snapshot(stream)
+        created = await self._pool.fetchval(
+            _CREATE, stream.id, key.tenant, key.run_id, key.stream_id,
+            stream.definition.model_dump_json(), snapshot.topic, snapshot.state, stream.version,
+            stream.head, stream.earliest, stream.total_items, stream.total_bytes, stream.closed,
+            stream.legal_hold, stream.erased, stream.created_at,
+            [e.originator_id for e in events], [e.originator_version for e in events],
+            [e.topic for e in events], [e.state for e in events], list(stream.acks))
+        if created:
+            return stream, True
+        existing = await self.load(key)
+        if existing is None:  # created and erased in between: cannot happen, rows stay
+            raise RuntimeError(f"stream {key.channel_key} vanished during create")
+        return existing, False
+
+    def lock(self, key: StreamKey) -> AbstractAsyncContextManager[PostgresSession]:
+        return self.committer.unit_of_work(key)
+
+    async def load(self, key: StreamKey) -> Stream | None:
+        return await self._loads.load(stream_id(key))
+
+    async def list_run(self, run: RunKey) -> Sequence[Stream]:
+        rows = await self._pool.fetch(_LIST_RUN, run.tenant, run.run_id)
+        return [self._codec.load(Stream, row["id"], row["version"], row["snapshot_topic"],
+                                 row["snapshot"]) for row in rows]
+
+    async def load_intent(self, key: StreamKey, object_id: str) -> ObjectIntent | None:
+        try:
+            intent_id = UUID(object_id)
+        except ValueError:
+            return None
+        row = await self._pool.fetchrow(_LOAD_INTENT, intent_id, stream_id(key))
+        return load_intent_row(self._codec, row) if row is not None else None
+
+    async def mark_run_erased(self, run: RunKey) -> None:
+        await self._pool.execute(_MARK_ERASED, run.tenant, run.run_id)
+
+    async def is_run_erased(self, run: RunKey) -> bool:
+        return bool(await self._pool.fetchval(_IS_ERASED, run.tenant, run.run_id))

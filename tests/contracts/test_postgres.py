@@ -1,0 +1,34 @@
+"""The Postgres adapters pass the port contracts.
+
+A real server; one fresh database for the suite (every contract test keeps to
+its own tenant and run), and fresh adapters (pool, LISTEN connection) per test.
+"""
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from adapters.postgres import open_postgres
+from domain.identifiers import StreamKey
+from tests.contracts.harness import StorageHarness
+from tests.contracts.storage_contract import StorageContract
+from tests.pg import pg_class_dsn, pg_template  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.postgres
+
+
+class TestPostgresStorage(StorageContract):
+    @pytest.fixture
+    async def harness(self, pg_class_dsn: str  # noqa: F811
+                      ) -> AsyncIterator[StorageHarness]:
+        adapters = await open_postgres(pg_class_dsn, migrate=False)
+
+        async def gap_reader(key: StreamKey) -> list[tuple[int, int]]:
+            return await adapters.gaps.recorded(key)
+
+        try:
+            yield StorageHarness(store=adapters.store, reader=adapters.reader,
+                                 gaps=adapters.gaps, bus=adapters.bus, outbox=adapters.outbox,
+                                 gap_reader=gap_reader)
+        finally:
+            await adapters.close()

@@ -1,0 +1,83 @@
+"""A TCP proxy in front of Postgres that can cut the network in two ways.
+
+- `blackhole()`: the open connections stay open but nothing passes either way,
+  what a half-open TCP connection looks like to the client (no error, no
+  data), as after a NAT timeout or a silently dropped route;
+- `refuse()` … `admit()`: new connections are closed at once, as while the
+  database is unreachable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from urllib.parse import urlsplit, urlunsplit
+
+
+class BlackholeProxy:
+    def __init__(self, target_dsn: str) -> None:
+        parts = urlsplit(target_dsn)
+        self._target = (parts.hostname or "127.0.0.1", parts.port or 5432)
+        self._parts = parts
+        self._server: asyncio.Server | None = None
+        self._links: list[asyncio.Event] = []
+        self._writers: list[asyncio.StreamWriter] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._refusing = False
+
+    async def start(self) -> str:
+        """Start listening; returns the DSN that goes through the proxy."""
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+        port = self._server.sockets[0].getsockname()[1]
+        userinfo = self._parts.netloc.rpartition("@")[0]
+        netloc = f"{userinfo}@127.0.0.1:{port}" if userinfo else f"127.0.0.1:{port}"
+        return urlunsplit((self._parts.scheme, netloc, self._parts.path, self._parts.query,
+                           self._parts.fragment))
+
+    def blackhole(self) -> int:
+        """Stop all traffic on every connection open now; returns how many."""
+        for silenced in self._links:
+            silenced.set()
+        count = len(self._links)
+        self._links = []
+        return count
+
+    def refuse(self) -> None:
+        self._refusing = True
+
+    def admit(self) -> None:
+        self._refusing = False
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in self._tasks:
+            task.cancel()
+        for writer in self._writers:
+            writer.close()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _accept(self, client_reader: asyncio.StreamReader,
+                      client_writer: asyncio.StreamWriter) -> None:
+        if self._refusing:
+            client_writer.close()
+            return
+        server_reader, server_writer = await asyncio.open_connection(*self._target)
+        silenced = asyncio.Event()
+        self._links.append(silenced)
+        self._writers.extend((client_writer, server_writer))
+        for source, sink in ((client_reader, server_writer), (server_reader, client_writer)):
+            task = asyncio.create_task(self._pump(source, sink, silenced))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    @staticmethod
+    async def _pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter,
+                    silenced: asyncio.Event) -> None:
+        with contextlib.suppress(ConnectionError, asyncio.CancelledError):
+            while data := await source.read(65536):
+                if silenced.is_set():
+                    await asyncio.Event().wait()  # hold the socket open, pass nothing
+                sink.write(data)
+                await sink.drain()
+        sink.close()

@@ -1,0 +1,60 @@
+"""What the Postgres integration tests share: a service on Postgres adapters, principals,
+stream definitions, and a way to run a small script as a separate OS process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from adapters.clock import SystemClock
+from adapters.memory.objects import MemoryObjectStore
+from adapters.memory.workflow import MemoryWorkflowWaitService
+from adapters.postgres import PostgresAdapters
+from application.following import EndFrame, Follow, RecordFrame
+from application.node import NodeSettings
+from application.service import Ports, RunnelService
+from domain.principal import Principal
+
+TENANT = "t1"
+RUN = "run-1"
+WRITER = Principal("writer", TENANT, frozenset({"streams:read", "streams:write"}))
+REPO = Path(__file__).resolve().parents[2]
+DEADLINE = 60.0  # an upper bound for an outcome to arrive; never asserted as a duration
+
+
+def service_on(adapters: PostgresAdapters, node: NodeSettings | None = None) -> RunnelService:
+    """The whole application on Postgres adapters (objects and the workflow in memory)."""
+    ports = Ports(store=adapters.store, reader=adapters.reader, bus=adapters.bus,
+                  objects=MemoryObjectStore(("local",)), gaps=adapters.gaps,
+                  outbox=adapters.outbox, wait_service=MemoryWorkflowWaitService(),
+                  clock=SystemClock())
+    return RunnelService.build(ports, node or NodeSettings(), live_epoch=os.getpid())
+
+
+def definition(stream_id: str, **pins: Any) -> dict[str, Any]:
+    return {"stream_id": stream_id, "content_class": "output.text", **pins}
+
+
+async def follow_to_end(follow: Follow) -> list[int]:
+    """Every record sequence a follow yields, until the stream's end frame."""
+    seen: list[int] = []
+    try:
+        async for frame in follow.frames():
+            if isinstance(frame, RecordFrame):
+                seen.append(frame.record.sequence)
+            elif isinstance(frame, EndFrame):
+                return seen
+    finally:
+        await follow.close()
+    raise AssertionError("the follow loop ended without an end frame")
+
+
+async def spawn(module: str, *args: str) -> asyncio.subprocess.Process:
+    """Run `python -m module args…` from the repository root as a separate OS process."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", module, *args, cwd=REPO, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)

@@ -1,0 +1,73 @@
+"""NOTIFY payloads: records ride along exactly, and nothing ever exceeds the limit."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from adapters.postgres.notifications import (
+    PAYLOAD_LIMIT_BYTES,
+    decode_live,
+    decode_wake,
+    encode_live,
+    encode_wake,
+    split_payload,
+)
+from application.ports import LiveChunk, StoredRecord, Wake
+from domain.identifiers import StreamKey
+from domain.records import ObjectRef
+
+KEY = StreamKey("tenant", "run-1", "answer")
+AT = datetime(2026, 1, 1, 12, 0, 0, 123456, tzinfo=UTC)
+
+
+def decoded(payload: str) -> Wake:
+    origin, channel_key, body = split_payload(payload)
+    assert (origin, StreamKey.from_channel_key(channel_key)) == ("me", KEY)
+    return decode_wake(KEY, body)
+
+
+def test_every_kind_of_record_rides_a_wake_exactly() -> None:
+    records = (
+        StoredRecord(1, "application/json", AT, 20, payload={"t": "héllo ✓", "n": [1, 2.5]},
+                     has_payload=True, idempotency_key="k1"),
+        StoredRecord(2, "application/json", AT, 4, payload=None, has_payload=True),
+        StoredRecord(3, "application/octet-stream", AT, 4, data=b"\x00\x01\xfe\xff"),
+        StoredRecord(4, "application/pdf", AT, 90,
+                     object=ObjectRef("obj-1", 123, "a" * 64, "application/pdf")),
+    )
+    wake = Wake(KEY, 4, True, records)
+    assert decoded(encode_wake(wake, "me")) == wake
+    assert decoded(encode_wake(Wake(KEY, 4, False, ()), "me")) == Wake(KEY, 4, False, ())
+    assert decoded(encode_wake(Wake(KEY, 4, False, None), "me")) == Wake(KEY, 4, False, None)
+
+
+def test_a_wake_whose_records_would_not_fit_goes_without_them() -> None:
+    # 6000 bytes of binary are carried by the size rule, but base64 makes them 8000.
+    big = StoredRecord(1, "application/octet-stream", AT, 6000, data=bytes(6000))
+    payload = encode_wake(Wake(KEY, 1, False, (big,)), "me")
+    assert len(payload.encode()) <= PAYLOAD_LIMIT_BYTES
+    assert decoded(payload) == Wake(KEY, 1, False, None)
+
+
+def test_a_wake_counts_bytes_not_characters() -> None:
+    text = "✓" * 2700  # 2700 characters, 8100 bytes
+    record = StoredRecord(1, "application/json", AT, 8102, payload=text, has_payload=True)
+    payload = encode_wake(Wake(KEY, 1, False, (record,)), "me")
+    assert len(payload.encode()) <= PAYLOAD_LIMIT_BYTES
+    assert decoded(payload).records is None
+    record = StoredRecord(1, "application/json", AT, 2702, payload=text[:900],
+                          has_payload=True)
+    assert decoded(encode_wake(Wake(KEY, 1, False, (record,)), "me")).records == (record,)
+
+
+def test_live_chunks_round_trip_and_oversized_ones_are_dropped() -> None:
+    chunk = LiveChunk(KEY, 9, {"token": "hi"}, source="model_turn", attempt=2, index=5)
+    payload = encode_live(chunk, "me")
+    assert payload is not None
+    origin, channel_key, body = split_payload(payload)
+    assert (origin, channel_key) == ("me", KEY.channel_key)
+    assert decode_live(KEY, body) == chunk
+    assert decode_live(KEY, split_payload(encode_live(LiveChunk(KEY, 1, None), "me") or "")[2]
+                       ) == LiveChunk(KEY, 1, None)
+    assert encode_live(LiveChunk(KEY, 10, "x" * PAYLOAD_LIMIT_BYTES), "me") is None
+    assert encode_live(LiveChunk(KEY, 11, {1j}), "me") is None  # not JSON at all
