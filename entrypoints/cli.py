@@ -1,14 +1,124 @@
-"""The `runnel` command."""
+"""The `runnel` command: serve, migrate, token, version.
+
+Configuration comes from `RUNNEL_*` environment variables (see
+`entrypoints.settings`); flags only choose what this invocation does.
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import copy
+import socket
 import sys
 from importlib.metadata import version
+from typing import Any
+
+import uvicorn
+from uvicorn.config import LOGGING_CONFIG
+
+from application.views import API_PREFIX
+from entrypoints.backend import database_url
+from entrypoints.settings import Settings
+from entrypoints.tokens import mint_token
+
+DEV_TENANT = "dev"
+DEV_SUBJECT = "developer"
+DEV_SCOPES = ("streams:read", "streams:write", "streams:admin")
+DEV_TOKEN_TTL_SECONDS = 24 * 3600
+GRACEFUL_SHUTDOWN_SECONDS = 5
+"""Open subscriptions never end on their own; after this long on shutdown they are cut
+(readers resume with Last-Event-ID)."""
 
 
 def _version(_: argparse.Namespace) -> int:
     print(version("runnel"))
+    return 0
+
+
+class _Server(uvicorn.Server):
+    """Uvicorn, announcing where to go once the app has started and the socket listens."""
+
+    def __init__(self, config: uvicorn.Config, settings: Settings) -> None:
+        super().__init__(config)
+        self._settings = settings
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if not self.started:
+            return
+        port = self.config.port
+        for server in self.servers:
+            for listening in server.sockets:
+                port = listening.getsockname()[1]
+        print(_banner(self._settings, self.config.host, port), flush=True)
+
+
+def _banner(settings: Settings, host: str, port: int) -> str:
+    url = f"http://{host}:{port}"
+    token = mint_token(settings.resolved_jwt_secret(), tenant=DEV_TENANT, sub=DEV_SUBJECT,
+                       scopes=DEV_SCOPES, ttl_seconds=DEV_TOKEN_TTL_SECONDS)
+    storage = ("in memory (nothing survives exit)" if settings.storage == "memory"
+               else "Postgres at RUNNEL_DATABASE_URL" if settings.database_url
+               else f"embedded Postgres under {settings.data_dir.resolve()}")
+    return "\n".join([
+        f"Runnel listening on {url}",
+        f"  storage:   {storage}; region {settings.region}",
+        f"  API docs:  {url}/schema  (OpenAPI: {url}/schema/openapi.json)",
+        f"  dev token: tenant {DEV_TENANT!r}, sub {DEV_SUBJECT!r}, scopes {', '.join(DEV_SCOPES)},"
+        f" valid {DEV_TOKEN_TTL_SECONDS // 3600} h",
+        f"  export RUNNEL_TOKEN={token}",
+        f'  curl -H "Authorization: Bearer $RUNNEL_TOKEN" {url}{API_PREFIX}/runs/demo/streams',
+    ])
+
+
+def _log_config() -> dict[str, Any]:
+    config: dict[str, Any] = copy.deepcopy(LOGGING_CONFIG)
+    config["loggers"]["runnel"] = {"handlers": ["default"], "level": "INFO", "propagate": False}
+    return config
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from entrypoints.http import create_asgi_app
+
+    settings = Settings(workers=False) if args.no_workers else Settings()
+    config = uvicorn.Config(
+        create_asgi_app(settings), host=args.host, port=args.port, lifespan="on",
+        log_config=_log_config(), access_log=args.access_log, proxy_headers=False,
+        server_header=False, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+        h11_max_incomplete_event_size=2 * settings.max_header_bytes,
+    )
+    _Server(config, settings).run()
+    return 0
+
+
+def _migrate(_: argparse.Namespace) -> int:
+    settings = Settings()
+    if settings.storage == "memory":
+        print("RUNNEL_STORAGE=memory: nothing to migrate")
+        return 0
+    applied = asyncio.run(_apply_migrations(settings))
+    print("\n".join(f"applied {name}" for name in applied) or "schema is up to date")
+    return 0
+
+
+async def _apply_migrations(settings: Settings) -> list[str]:
+    from adapters.postgres import migrate
+
+    async with database_url(settings) as dsn:
+        return list(await migrate(dsn))
+
+
+def _csv(value: str) -> list[str]:
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def _token(args: argparse.Namespace) -> int:
+    settings = Settings()
+    print(mint_token(settings.resolved_jwt_secret(), tenant=args.tenant, sub=args.sub,
+                     scopes=_csv(args.scopes),
+                     runs=_csv(args.runs) if args.runs is not None else None,
+                     ttl_seconds=args.ttl))
     return 0
 
 
@@ -18,6 +128,26 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("version", help="print the installed version").set_defaults(
         handler=_version)
+
+    serve = commands.add_parser("serve", help="run the HTTP API (and the workers)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8080, help="0 picks a free port")
+    serve.add_argument("--no-workers", action="store_true",
+                       help="API only (for extra replicas; workers run elsewhere)")
+    serve.add_argument("--access-log", action="store_true", help="log every request")
+    serve.set_defaults(handler=_serve)
+
+    commands.add_parser("migrate", help="apply database migrations").set_defaults(
+        handler=_migrate)
+
+    token = commands.add_parser("token", help="mint a bearer token for local use")
+    token.add_argument("--tenant", required=True)
+    token.add_argument("--sub", required=True)
+    token.add_argument("--scopes", required=True,
+                       help="comma-separated, e.g. streams:read,streams:write")
+    token.add_argument("--runs", help="comma-separated run ids the token is bound to")
+    token.add_argument("--ttl", type=int, default=3600, help="seconds until expiry")
+    token.set_defaults(handler=_token)
     return parser
 
 

@@ -1,0 +1,331 @@
+"""End-to-end benchmark over a real `runnel serve` process on Postgres. Prints figures; never
+passes or fails on them.
+
+1. Append → SSE delivery latency, p50/p99, at 200 appends/s with 10 subscribers
+   (targets: p50 ≤ 5 ms, p99 ≤ 20 ms). Latency runs from just before the producer sends
+   the append to the moment a subscriber has the whole frame; producer and subscribers
+   share this process's clock.
+2. 1,000 concurrent SSE subscribers on one server process, each receiving every record,
+   while `pg_stat_activity` shows the process's connections: its pool plus ONE LISTEN
+   connection, whatever the number of readers.
+3. Resume backfill of 100,000 records by one reader (target ≥ 20,000 records/s).
+
+Readers and the producer are minimal raw-socket HTTP/1.1 clients (no JSON parsing except
+the latency timestamp), so the figures measure the server, not the client.
+
+Usage: `.venv/bin/python bench/e2e.py [--duration 10] [--rate 200] [--subscribers 1000]
+[--backfill 100000] [--only latency fanout backfill] [--storage memory]`; the Postgres
+server comes from `RUNNEL_TEST_PG_DSN` (admin DSN). `--storage memory` runs the same load
+on the in-memory backend, to tell the HTTP/SSE layer's share from the storage path's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import asyncpg
+import httpx
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.http.server import RunnelServer, bearer, token
+from tests.pg import create_database, drop_database
+
+TARGET_P50_MS = 5.0
+TARGET_P99_MS = 20.0
+TARGET_BACKFILL_PER_SECOND = 20_000
+
+
+class RawSubscriber:
+    """A minimal SSE reader over HTTP/1.1 (chunked body), without an HTTP library."""
+
+    def __init__(self, on_frame: Callable[[bytes, float], None] | None = None) -> None:
+        self.on_frame = on_frame
+        self.records = 0
+        self.last_id = 0
+        self.ended = False
+        self.done = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def open(self, server: RunnelServer, path: str, auth: str,
+                   until_records: int | None = None) -> None:
+        url = urlsplit(server.api + path)
+        target = url.path + (f"?{url.query}" if url.query else "")
+        reader, writer = await asyncio.open_connection(url.hostname, url.port, limit=2**20)
+        writer.write(f"GET {target} HTTP/1.1\r\nHost: {url.netloc}\r\n"
+                     f"Authorization: Bearer {auth}\r\n\r\n".encode())
+        head = await reader.readuntil(b"\r\n\r\n")
+        if not head.startswith(b"HTTP/1.1 200") or b"chunked" not in head.lower():
+            raise RuntimeError(head.decode(errors="replace"))
+        self._task = asyncio.create_task(self._read(reader, writer, until_records))
+
+    async def _read(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                    until_records: int | None) -> None:
+        buffer = b""
+        try:
+            while True:
+                size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+                if size == 0:
+                    break
+                chunk = (await reader.readexactly(size + 2))[:-2]
+                now = time.perf_counter()
+                buffer += chunk
+                frames = buffer.split(b"\r\n\r\n")
+                buffer = frames.pop()
+                for frame in frames:
+                    if frame.startswith(b"id: "):
+                        self.records += 1
+                        self.last_id = int(frame[4:frame.index(b"\r\n")])
+                        if self.on_frame is not None:
+                            self.on_frame(frame, now)
+                    elif frame.startswith(b"event: end"):
+                        self.ended = True
+                if self.ended or (until_records is not None and self.records >= until_records):
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            self.done.set()
+            writer.close()
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+
+class RawAppender:
+    """Appends over a few persistent HTTP/1.1 connections, one request in flight on each:
+    the producer costs this process little, so the figures are the server's."""
+
+    def __init__(self, server: RunnelServer, path: str, auth: str, connections: int) -> None:
+        url = urlsplit(server.api + path)
+        self._host, self._port, self._netloc, self._path = (url.hostname, url.port, url.netloc,
+                                                            url.path)
+        self._auth = auth
+        self._free: asyncio.Queue[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = (
+            asyncio.Queue())
+        self._connections = connections
+
+    async def open(self) -> None:
+        for _ in range(self._connections):
+            self._free.put_nowait(await asyncio.open_connection(self._host, self._port))
+
+    async def append(self, body: bytes) -> int:
+        reader, writer = await self._free.get()
+        try:
+            writer.write(f"POST {self._path} HTTP/1.1\r\nHost: {self._netloc}\r\n"
+                         f"Authorization: Bearer {self._auth}\r\n"
+                         f"Content-Type: application/json\r\n"
+                         f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+            await reader.readexactly(length)
+            return int(head[9:12])
+        finally:
+            self._free.put_nowait((reader, writer))
+
+    async def close(self) -> None:
+        while not self._free.empty():
+            _, writer = self._free.get_nowait()
+            writer.close()
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))]
+
+
+def sent_at(frame: bytes) -> float:
+    data = frame[frame.index(b"data: ") + 6:]
+    return float(json.loads(data)["payload"]["t"])
+
+
+async def create_stream(api: httpx.AsyncClient, run_id: str, **pins: object) -> None:
+    response = await api.post(f"/runs/{run_id}/streams",
+                              json={"stream_id": "s", "content_class": "bench", **pins})
+    response.raise_for_status()
+
+
+async def latency(server: RunnelServer, duration: float, rate: int, subscribers: int) -> None:
+    run_id = "latency"
+    samples: list[float] = []
+    append_ms: list[float] = []
+    warmup_until = time.perf_counter() + 1.0
+
+    def on_frame(frame: bytes, received: float) -> None:
+        if received > warmup_until:
+            samples.append((received - sent_at(frame)) * 1000)
+
+    async with httpx.AsyncClient(base_url=server.api, headers=bearer(token()),
+                                 timeout=30) as api:
+        await create_stream(api, run_id, credit={"max_unread_items": 100_000,
+                                                 "max_total_items": 1_000_000})
+        readers = [RawSubscriber(on_frame) for _ in range(subscribers)]
+        for reader in readers:
+            await reader.open(server, f"/runs/{run_id}/streams/s/subscribe", token())
+        producer = RawAppender(server, f"/runs/{run_id}/streams/s/records", token(), 16)
+        await producer.open()
+
+        async def one(n: int) -> int:
+            started = time.perf_counter()
+            body = json.dumps({"records": [{"payload": {"t": started, "n": n}}]}).encode()
+            status = await producer.append(body)
+            if started > warmup_until:
+                append_ms.append((time.perf_counter() - started) * 1000)
+            return status
+
+        total = int(duration * rate)
+        start = time.perf_counter()
+        pending: list[asyncio.Task[int]] = []
+        for n in range(total):
+            delay = start + n / rate - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            pending.append(asyncio.create_task(one(n)))
+        statuses = await asyncio.gather(*pending)
+        assert all(status == 201 for status in statuses), set(statuses)
+        await producer.close()
+        await api.post(f"/runs/{run_id}/streams/s/close")
+        await asyncio.wait_for(asyncio.gather(*(reader.done.wait() for reader in readers)), 60)
+        complete = all(reader.last_id == total for reader in readers)
+    print(f"[latency] {rate} appends/s for {duration:.0f} s, {subscribers} subscribers, "
+          f"{len(samples)} deliveries measured (after 1 s warm-up); every reader got every "
+          f"record: {complete}")
+    print(f"          append -> SSE frame: p50 {statistics.median(samples):.2f} ms "
+          f"(target <= {TARGET_P50_MS}), p99 {percentile(samples, 0.99):.2f} ms "
+          f"(target <= {TARGET_P99_MS}), max {max(samples):.2f} ms")
+    print(f"          append round trip alone: p50 {statistics.median(append_ms):.2f} ms, "
+          f"p99 {percentile(append_ms, 0.99):.2f} ms")
+
+
+async def connections(admin_dsn: str, database: str, server: RunnelServer) -> str:
+    connection = await asyncpg.connect(admin_dsn)
+    try:
+        rows = await connection.fetch(
+            "SELECT application_name, state, count(*) AS n FROM pg_stat_activity "
+            "WHERE datname = $1 GROUP BY 1, 2 ORDER BY 1, 2", database)
+        ports = {c.laddr.port for c in psutil.Process(server.process.pid).net_connections("tcp")
+                 if c.raddr and c.raddr.port == 5432}
+        from_server = await connection.fetchval(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND client_port = ANY($2)",
+            database, list(ports))
+    finally:
+        await connection.close()
+    groups = ", ".join(f"{row['application_name'] or '(none)'}/{row['state']}: {row['n']}"
+                       for row in rows)
+    return f"{from_server} from the server process [{groups}]"
+
+
+async def fan_out(server: RunnelServer, admin_dsn: str, database: str, subscribers: int,
+                  records: int) -> None:
+    run_id = "fanout"
+    async with httpx.AsyncClient(base_url=server.api, headers=bearer(token()),
+                                 timeout=60) as api:
+        await create_stream(api, run_id)
+        before = await connections(admin_dsn, database, server)
+        readers = [RawSubscriber() for _ in range(subscribers)]
+        started = time.perf_counter()
+        for batch in range(0, subscribers, 100):
+            await asyncio.gather(*(reader.open(server, f"/runs/{run_id}/streams/s/subscribe",
+                                               token(sub=f"reader-{batch + i}"), records)
+                                   for i, reader in enumerate(readers[batch:batch + 100])))
+        opened = time.perf_counter() - started
+        during = await connections(admin_dsn, database, server)
+        started = time.perf_counter()
+        for n in range(records):
+            await api.post(f"/runs/{run_id}/streams/s/records",
+                           json={"records": [{"payload": {"n": n}}]})
+        await asyncio.wait_for(asyncio.gather(*(reader.done.wait() for reader in readers)), 120)
+        delivered = time.perf_counter() - started
+        complete = sum(1 for reader in readers if reader.records == records
+                       and reader.last_id == records)
+        after = await connections(admin_dsn, database, server)
+        for reader in readers:
+            await reader.close()
+    print(f"[fan-out] {subscribers} subscribers opened in {opened:.1f} s; {records} appends "
+          f"delivered to all in {delivered:.2f} s "
+          f"({subscribers * records / delivered:,.0f} frames/s); readers with every record: "
+          f"{complete}/{subscribers}")
+    print(f"          Postgres connections (pg_stat_activity): before readers {before}")
+    print(f"          with {subscribers} readers: {during}")
+    print(f"          after delivery: {after}")
+
+
+async def backfill(server: RunnelServer, records: int) -> None:
+    run_id = "backfill"
+    batch = 1000
+    async with httpx.AsyncClient(base_url=server.api, headers=bearer(token()),
+                                 timeout=120) as api:
+        await create_stream(api, run_id, credit={"max_unread_items": 100_000,
+                                                 "max_unread_bytes": 2**30,
+                                                 "max_total_items": 10_000_000})
+        started = time.perf_counter()
+        for first in range(0, records, batch):
+            response = await api.post(f"/runs/{run_id}/streams/s/records", json={"records": [
+                {"payload": {"n": n, "text": "token"}} for n in range(first, first + batch)]})
+            response.raise_for_status()
+        appended = time.perf_counter() - started
+        await api.post(f"/runs/{run_id}/streams/s/close")
+    reader = RawSubscriber()
+    started = time.perf_counter()
+    await reader.open(server, f"/runs/{run_id}/streams/s/subscribe?after=0", token())
+    await asyncio.wait_for(reader.done.wait(), 600)
+    elapsed = time.perf_counter() - started
+    print(f"[backfill] {records:,} records appended in batches of {batch} in {appended:.1f} s; "
+          f"one reader from cursor 0 got {reader.records:,} (last id {reader.last_id}, "
+          f"end: {reader.ended}) in {elapsed:.2f} s = {reader.records / elapsed:,.0f} records/s "
+          f"(target ≥ {TARGET_BACKFILL_PER_SECOND:,})")
+
+
+async def main(args: argparse.Namespace) -> None:
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    admin_dsn = args.admin_dsn
+    dsn = await create_database(prefix="runnel_bench")
+    database = urlsplit(dsn).path.lstrip("/")
+    data_dir = Path(tempfile.mkdtemp(prefix="runnel-bench-"))
+    storage = ({"RUNNEL_DATABASE_URL": dsn} if args.storage == "postgres"
+               else {"RUNNEL_STORAGE": "memory"})
+    server = RunnelServer.start({**storage, "RUNNEL_MAX_SUBSCRIPTIONS_PER_PRINCIPAL": "100000"},
+                                data_dir)
+    try:
+        print(f"server pid {server.process.pid} on {server.url}, storage {args.storage}"
+              + (f", database {database}" if args.storage == "postgres" else ""))
+        if "latency" in args.only:
+            await latency(server, args.duration, args.rate, 10)
+        if "fanout" in args.only and args.storage == "postgres":
+            await fan_out(server, admin_dsn, database, args.subscribers, args.fanout_records)
+        if "backfill" in args.only:
+            await backfill(server, args.backfill)
+    finally:
+        server.stop()
+        await drop_database(dsn)
+
+
+if __name__ == "__main__":
+    from tests.pg import ADMIN_DSN
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument("--rate", type=int, default=200)
+    parser.add_argument("--subscribers", type=int, default=1000)
+    parser.add_argument("--fanout-records", type=int, default=20)
+    parser.add_argument("--backfill", type=int, default=100_000)
+    parser.add_argument("--only", nargs="+", default=["latency", "fanout", "backfill"],
+                        choices=["latency", "fanout", "backfill"])
+    parser.add_argument("--admin-dsn", default=ADMIN_DSN)
+    parser.add_argument("--storage", choices=["postgres", "memory"], default="postgres",
+                        help="memory isolates the HTTP/SSE layer from the storage path")
+    asyncio.run(main(parser.parse_args()))

@@ -1,0 +1,84 @@
+"""The storage a node runs on, opened and closed as one unit.
+
+`postgres` (the default) uses `RUNNEL_DATABASE_URL`, or starts an embedded
+Postgres under `RUNNEL_DATA_DIR` when none is configured and stops it on exit.
+`memory` runs everything in this process (simulation: nothing survives exit,
+and several processes share nothing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from adapters.memory.bus import MemoryWakeBus
+from adapters.memory.store import MemoryDeliveryOutbox, MemoryStreamStore
+from application.ports import DeliveryOutbox, GapEvidence, RecordReader, StreamStore, WakeBus
+from entrypoints.settings import Settings
+
+READY_TIMEOUT_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class Backend:
+    store: StreamStore
+    reader: RecordReader
+    gaps: GapEvidence
+    bus: WakeBus
+    outbox: DeliveryOutbox
+    probe: Callable[[], Awaitable[None]]
+    """Raises when the store cannot serve (what `/readyz` asks)."""
+
+
+async def _always_ready() -> None:
+    return None
+
+
+@asynccontextmanager
+async def open_backend(settings: Settings) -> AsyncIterator[Backend]:
+    if settings.storage == "memory":
+        yield memory_backend()
+        return
+    async with database_url(settings) as dsn, _postgres_backend(dsn) as backend:
+        yield backend
+
+
+def memory_backend() -> Backend:
+    bus = MemoryWakeBus()
+    outbox = MemoryDeliveryOutbox()
+    store = MemoryStreamStore(bus, outbox)
+    return Backend(store=store, reader=store, gaps=store, bus=bus, outbox=outbox,
+                   probe=_always_ready)
+
+
+@asynccontextmanager
+async def database_url(settings: Settings) -> AsyncIterator[str]:
+    """The configured DSN, or an embedded Postgres's for as long as the context is open."""
+    if settings.database_url is not None:
+        yield settings.database_url
+        return
+    from adapters.postgres.embedded import start_embedded
+
+    embedded = await asyncio.to_thread(start_embedded, settings.data_dir)
+    try:
+        yield embedded.dsn
+    finally:
+        await asyncio.to_thread(embedded.stop)
+
+
+@asynccontextmanager
+async def _postgres_backend(dsn: str) -> AsyncIterator[Backend]:
+    from adapters.postgres import open_postgres
+
+    pg = await open_postgres(dsn, migrate=True, listen=True)
+
+    async def probe() -> None:
+        await pg.pool.fetchval("SELECT 1", timeout=READY_TIMEOUT_SECONDS)
+
+    try:
+        yield Backend(store=pg.store, reader=pg.reader, gaps=pg.gaps, bus=pg.bus,
+                      outbox=pg.outbox, probe=probe)
+    finally:
+        await pg.close()

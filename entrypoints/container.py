@@ -1,0 +1,91 @@
+"""The composition root: which adapter plays which port, for the configured backend.
+
+The object graph is synchronous and built by dependency-injector; the one
+asynchronous part, opening the storage backend, happens in `running()`, which
+the HTTP lifespan (and any other host) enters once: it opens the backend,
+supplies it to the container, yields the service, and undoes all of it on exit.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+
+from dependency_injector import containers, providers
+
+from adapters.clock import SystemClock
+from adapters.memory.objects import MemoryObjectStore
+from adapters.memory.workflow import MemoryWorkflowWaitService
+from application.node import NodeSettings
+from application.ports import Clock, ObjectStore, WorkflowWaitService
+from application.service import Ports, RunnelService
+from entrypoints.backend import Backend, open_backend
+from entrypoints.metering import CountingGapEvidence, CountingWakeBus, MeteredStreamStore
+from entrypoints.metrics import Metrics
+from entrypoints.read_coalescing import CoalescingRecordReader
+from entrypoints.settings import Settings
+from entrypoints.workers import background_workers
+
+
+def build_ports(backend: Backend, objects: ObjectStore, wait_service: WorkflowWaitService,
+                clock: Clock, metrics: Metrics) -> Ports:
+    return Ports(
+        store=MeteredStreamStore(backend.store, metrics),
+        reader=CoalescingRecordReader(backend.reader),
+        bus=CountingWakeBus(backend.bus, metrics),
+        objects=objects,
+        gaps=CountingGapEvidence(backend.gaps, metrics),
+        outbox=backend.outbox,
+        wait_service=wait_service,
+        clock=clock,
+    )
+
+
+def node_settings(settings: Settings) -> NodeSettings:
+    return settings.node()
+
+
+def live_epoch() -> int:
+    """Live-chunk `seq` numbers start from the boot time in ms, so they grow across restarts."""
+    return int(time.time() * 1000)
+
+
+def object_regions(settings: Settings) -> tuple[str, ...]:
+    return (settings.region,)
+
+
+class Container(containers.DeclarativeContainer):
+    settings = providers.Dependency(instance_of=Settings)
+    backend = providers.Dependency(instance_of=Backend)
+    """Supplied by `running()` once the backend is open."""
+
+    metrics = providers.Singleton(Metrics)
+    clock = providers.Singleton(SystemClock)
+    node = providers.Singleton(node_settings, settings)
+    # Objects and workflow delivery get their real adapters in their own issues.
+    object_store = providers.Singleton(MemoryObjectStore, providers.Callable(object_regions,
+                                                                             settings))
+    wait_service = providers.Singleton(MemoryWorkflowWaitService)
+    ports = providers.Singleton(build_ports, backend, object_store, wait_service, clock, metrics)
+    service = providers.Singleton(RunnelService.build, ports=ports, node=node,
+                                  live_epoch=providers.Callable(live_epoch))
+
+
+@asynccontextmanager
+async def running(container: Container) -> AsyncIterator[RunnelService]:
+    settings: Settings = container.settings()
+    async with AsyncExitStack() as stack:
+        backend = await stack.enter_async_context(open_backend(settings))
+        container.backend.override(providers.Object(backend))
+        stack.callback(_forget_backend, container)
+        service: RunnelService = container.service()
+        if settings.workers:
+            await stack.enter_async_context(background_workers(service, settings))
+        yield service
+
+
+def _forget_backend(container: Container) -> None:
+    container.service.reset()
+    container.ports.reset()
+    container.backend.reset_override()

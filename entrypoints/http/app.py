@@ -1,0 +1,85 @@
+"""The Litestar application: routes, dependencies, error shapes, limits, lifespan.
+
+Dependencies are Litestar's own `Provide`s fed from the dependency-injector
+container (no `@inject` on handlers, so no query parameter can override one).
+`create_app` is the application; `create_asgi_app` wraps it in the event-stream
+transport, which must see the server's own `send` and so sits outside Litestar.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib.metadata import version
+
+from litestar import Litestar
+from litestar.di import Provide
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.spec import Components, SecurityScheme
+from litestar.types import ASGIApp
+
+from application.service import RunnelService
+from entrypoints.container import Container, running
+from entrypoints.http.auth import Authenticator
+from entrypoints.http.handlers.operations import Probe
+from entrypoints.http.limits import header_limit
+from entrypoints.http.problems import problem_response
+from entrypoints.http.routes import api_router, operation_handlers
+from entrypoints.http.sse_transport import EventStreamTransport
+from entrypoints.http.timing import route_timing
+from entrypoints.metrics import Metrics
+from entrypoints.settings import Settings
+
+DESCRIPTION = """Durable work-data streams for workflow runs.
+
+Authenticate with `Authorization: Bearer <jwt>` (HS256; claims `sub`, `tenant`,
+`scopes`, optional `runs`, `exp`); `runnel token` mints one. Errors are
+`application/problem+json` with a stable `code`."""
+
+
+def create_app(settings: Settings, container: Container | None = None) -> Litestar:
+    container = container if container is not None else Container(settings=settings)
+    metrics: Metrics = container.metrics()
+    auth = Authenticator(settings.resolved_jwt_secret())
+
+    def provide_service() -> RunnelService:
+        return container.service()
+
+    def provide_metrics() -> Metrics:
+        return metrics
+
+    def provide_probe() -> Probe:
+        return container.backend().probe
+
+    @asynccontextmanager
+    async def lifespan(_: Litestar) -> AsyncIterator[None]:
+        async with running(container):
+            yield
+
+    return Litestar(
+        route_handlers=[*operation_handlers(), api_router(settings, auth)],
+        dependencies={
+            "service": Provide(provide_service, sync_to_thread=False),
+            "metrics": Provide(provide_metrics, sync_to_thread=False),
+            "probe": Provide(provide_probe, sync_to_thread=False),
+        },
+        exception_handlers={Exception: problem_response},
+        middleware=[header_limit(settings.max_header_bytes), route_timing(metrics)],
+        request_max_body_size=settings.max_body_bytes,
+        lifespan=[lifespan],
+        openapi_config=OpenAPIConfig(
+            title="Runnel", version=version("runnel"), description=DESCRIPTION, path="/schema",
+            components=Components(security_schemes={"BearerToken": SecurityScheme(
+                type="http", scheme="bearer", bearer_format="JWT")})),
+        logging_config=None,
+        debug=False,
+    )
+
+
+def create_asgi_app(settings: Settings) -> ASGIApp:
+    """What the server runs: the app behind the event-stream transport (coalesced writes,
+    stall bound)."""
+    container = Container(settings=settings)
+    metrics: Metrics = container.metrics()
+    return EventStreamTransport(create_app(settings, container), settings.sse_stall_seconds,
+                                on_stall=metrics.stalled.inc)

@@ -1,0 +1,31 @@
+"""Request bodies with a documented JSON shape (OpenAPI schemas come from these).
+
+A body that does not have this shape (wrong types, unknown fields) is 400
+`invalid_request`; a well-shaped body a rule refuses is 422 with the rule's
+`invalid_…` code. The stream definition and the records inside an append are
+validated by the domain, field by field, so they are only typed as objects here.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+
+Sequence = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
+
+
+class AppendBody(msgspec.Struct, forbid_unknown_fields=True):
+    """`records`: 1–1000 records, each `{"payload": <any JSON>}` or `{"data": "<base64>"}`,
+    with optional `content_type` and `idempotency_key`."""
+
+    records: list[dict[str, Any]]
+
+
+class AckBody(msgspec.Struct, forbid_unknown_fields=True):
+    sequence: Sequence
+
+
+class LegalHoldBody(msgspec.Struct, forbid_unknown_fields=True):
+    held: bool
+    reason: str | None = None

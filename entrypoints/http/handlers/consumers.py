@@ -1,0 +1,27 @@
+"""Acknowledge a consumer's progress (it feeds the producer's credit)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar.di import NamedDependency
+from litestar.params import FromPath, JSONBody
+
+from application.service import RunnelService
+from domain.principal import Principal
+from entrypoints.http.handlers.bodies import AckBody
+
+
+async def ack(
+    run_id: FromPath[str],
+    stream_id: FromPath[str],
+    consumer_id: FromPath[str],
+    data: JSONBody[AckBody],
+    principal: NamedDependency[Principal],
+    service: NamedDependency[RunnelService],
+) -> dict[str, Any]:
+    """Acks only advance: below the current ack is 409 `ack_regression`, beyond head 400
+    `ack_beyond_head`; re-acking the current value is 200. A consumer belongs to the
+    principal that first acked it (403 `consumer_scope` for anyone else)."""
+    result = await service.acks.ack(principal, run_id, stream_id, consumer_id, data.sequence)
+    return {"consumer_id": result.consumer_id, "acked": result.acked}

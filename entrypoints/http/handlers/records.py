@@ -1,0 +1,64 @@
+"""Append a batch of records; read a page of records above a cursor."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from litestar import Response
+from litestar.di import NamedDependency
+from litestar.params import FromPath, JSONBody, QueryParameter
+
+from application.service import RunnelService
+from application.views import record_envelope
+from domain.errors import Backpressure
+from domain.principal import Principal
+from entrypoints.http.handlers.bodies import AppendBody
+from entrypoints.http.inputs import check_record_depth, page_limit, read_cursor
+from entrypoints.metrics import Metrics
+
+
+async def append_records(
+    run_id: FromPath[str],
+    stream_id: FromPath[str],
+    data: JSONBody[AppendBody],
+    principal: NamedDependency[Principal],
+    service: NamedDependency[RunnelService],
+    metrics: NamedDependency[Metrics],
+) -> Response[dict[str, Any]]:
+    """Append 1–1000 records in one transaction: consecutive sequences for all, or none.
+    A record whose `idempotency_key` was used before gets its original sequence and stores
+    nothing: 201 when anything was stored, 200 when every record was a duplicate.
+    429 `backpressure` (with `Retry-After`) when the unread ceiling is full."""
+    check_record_depth(data.records)
+    try:
+        result = await service.appender.append(principal, run_id, stream_id, data.records)
+    except Backpressure:
+        metrics.backpressure.inc()
+        raise
+    metrics.appends.labels(outcome="duplicate" if result.all_duplicates else "stored").inc()
+    return Response({"sequences": list(result.sequences), "head": result.head},
+                    status_code=200 if result.all_duplicates else 201)
+
+
+async def read_records(
+    run_id: FromPath[str],
+    stream_id: FromPath[str],
+    principal: NamedDependency[Principal],
+    service: NamedDependency[RunnelService],
+    after: Annotated[str | None, QueryParameter(
+        description="Exclusive cursor: records with sequence > after (default 0).")] = None,
+    limit: Annotated[str | None, QueryParameter(
+        description="Page size, 1–1000 (default 100).")] = None,
+) -> dict[str, Any]:
+    """Records above the cursor, ascending and without gaps. 400 `future_cursor` beyond head;
+    410 `cursor_pruned` when the record after the cursor was removed by retention."""
+    result = await service.reading.read(principal, run_id, stream_id, read_cursor(after),
+                                        page_limit(limit))
+    page = result.page
+    return {
+        "records": [record_envelope(record, run_id, stream_id) for record in page.records],
+        "next_cursor": result.next_cursor,
+        "head": page.head,
+        "earliest": page.earliest,
+        "closed": page.closed,
+    }

@@ -1,0 +1,46 @@
+"""Create, list and read stream definitions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Response
+from litestar.di import NamedDependency
+from litestar.params import FromPath, JSONBody
+
+from application.service import RunnelService
+from application.views import stream_view
+from domain.principal import Principal
+
+
+async def create_stream(
+    run_id: FromPath[str],
+    data: JSONBody[dict[str, Any]],
+    principal: NamedDependency[Principal],
+    service: NamedDependency[RunnelService],
+) -> Response[dict[str, Any]]:
+    """Create a stream in a run. Only `stream_id` and `content_class` are required; every
+    other pin gets its default (placement: this node's region). 201 when created; 200 when
+    an identical definition exists; 409 `definition_conflict` when a different one does."""
+    stream, created = await service.definitions.create(principal, run_id, data)
+    return Response(stream_view(stream), status_code=201 if created else 200)
+
+
+async def list_streams(
+    run_id: FromPath[str],
+    principal: NamedDependency[Principal],
+    service: NamedDependency[RunnelService],
+) -> dict[str, Any]:
+    """The run's streams this principal may read, each in the same shape as a single read."""
+    streams = await service.definitions.list(principal, run_id)
+    return {"run_id": run_id, "streams": [stream_view(stream) for stream in streams]}
+
+
+async def get_stream(
+    run_id: FromPath[str],
+    stream_id: FromPath[str],
+    principal: NamedDependency[Principal],
+    service: NamedDependency[RunnelService],
+) -> dict[str, Any]:
+    """The definition (every pin, defaults filled) and the stream's status."""
+    return stream_view(await service.definitions.get(principal, run_id, stream_id))

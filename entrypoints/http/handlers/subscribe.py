@@ -1,0 +1,43 @@
+"""Follow a stream over Server-Sent Events."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from litestar import Request
+from litestar.di import NamedDependency
+from litestar.params import FromPath, HeaderParameter, QueryParameter
+from litestar.response import ServerSentEvent
+
+from application.service import RunnelService
+from domain.principal import Principal
+from entrypoints.http.inputs import subscribe_cursor
+from entrypoints.http.sse import ReaderLease, register_release, sse_messages
+from entrypoints.metrics import Metrics
+
+
+async def subscribe(
+    request: Request[Any, Any, Any],
+    run_id: FromPath[str],
+    stream_id: FromPath[str],
+    principal: NamedDependency[Principal],
+    service: NamedDependency[RunnelService],
+    metrics: NamedDependency[Metrics],
+    after: Annotated[str | None, QueryParameter(
+        description="Exclusive cursor; wins over Last-Event-ID. Neither means 0.")] = None,
+    last_event_id: Annotated[str | None, HeaderParameter(
+        name="Last-Event-ID",
+        description="The id of the last record frame received (resume).")] = None,
+    live: Annotated[bool, QueryParameter(
+        description="Also deliver best-effort `event: live` side-channel chunks.")] = False,
+) -> ServerSentEvent:
+    """Backfill the records above the cursor, then follow live. Frames: `event: record` with
+    `id: <sequence>` and the record envelope as `data`; `event: live` (no id) when
+    `live=true`; `: ping` keepalives; `event: resync` with the 410 body if retention
+    overtakes the reader; `event: end` `{"reason":"closed","last_sequence":N}` after close.
+    A bad, future or pruned cursor is answered as problem+json before the stream starts."""
+    cursor = subscribe_cursor(after, last_event_id)
+    follow = await service.follower.open(principal, run_id, stream_id, cursor, live)
+    lease = ReaderLease(follow, metrics)
+    register_release(request.scope, lease.release)
+    return ServerSentEvent(sse_messages(follow, run_id, stream_id, lease.release))

@@ -1,0 +1,59 @@
+"""Query and header inputs, parsed strictly before any work is done.
+
+Cursors are non-negative integers of at most 19 digits; anything else
+(including a garbage `Last-Event-ID`) is 400 `invalid_cursor`, never a 500.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from application.reading import DEFAULT_LIMIT
+from domain.cursor import parse_cursor
+from domain.errors import InvalidCursor, InvalidRecord
+
+MAX_LIMIT_DIGITS = 7
+MAX_JSON_DEPTH = 64
+"""Deepest nesting a record may have. Far below the interpreter's recursion limit, so a
+stored record can always be encoded again for every reader, on any call stack."""
+
+
+def subscribe_cursor(after: str | None, last_event_id: str | None) -> int:
+    """`?after=` wins over `Last-Event-ID` (which is then not even parsed); neither means 0."""
+    if after is not None:
+        return parse_cursor(after, "after") or 0
+    if last_event_id is not None:
+        return parse_cursor(last_event_id, "Last-Event-ID") or 0
+    return 0
+
+
+def read_cursor(after: str | None) -> int:
+    return parse_cursor(after, "after") or 0
+
+
+def page_limit(raw: str | None) -> int:
+    """The page size as given; its range (1–1000) is the reading use case's rule."""
+    if raw is None:
+        return DEFAULT_LIMIT
+    text = raw.strip()
+    if not text.isascii() or not text.isdigit() or len(text) > MAX_LIMIT_DIGITS:
+        raise InvalidCursor("limit must be an integer between 1 and 1000", field="limit")
+    return int(text)
+
+
+def check_record_depth(records: Sequence[Any]) -> None:
+    """Refuse (422 `invalid_record`) a record nested deeper than `MAX_JSON_DEPTH`.
+
+    Iterative, so the check itself cannot hit the recursion limit.
+    """
+    pending: list[tuple[Any, int]] = [(record, 1) for record in records]
+    while pending:
+        value, depth = pending.pop()
+        if depth > MAX_JSON_DEPTH + 1:  # +1: the record object around the payload
+            raise InvalidRecord(f"a record may nest at most {MAX_JSON_DEPTH} levels deep",
+                                limit=MAX_JSON_DEPTH)
+        if isinstance(value, dict):
+            pending.extend((item, depth + 1) for item in value.values())
+        elif isinstance(value, list):
+            pending.extend((item, depth + 1) for item in value)

@@ -1,0 +1,167 @@
+"""Errors as RFC 9457 `application/problem+json`, from ONE table: exception class → (status, code).
+
+The body is `type`, `title`, `status`, `detail`, `code`, plus the error's own
+`extra` fields (e.g. the 410 body's `requested`, `earliest`, `latest`,
+`reason`). A 429 carries `Retry-After`, a 401 `WWW-Authenticate`. Framework
+errors (validation, routing, body size) get the same shape with their own
+stable codes; anything unforeseen is a 500 `internal_error` whose detail says
+nothing about the cause (the log has it).
+"""
+
+from __future__ import annotations
+
+import logging
+from http import HTTPStatus
+from typing import Any
+
+from litestar import Request, Response
+from litestar.exceptions import (
+    ClientException,
+    HTTPException,
+    MethodNotAllowedException,
+    NotAuthorizedException,
+    NotFoundException,
+    PermissionDeniedException,
+    SerializationException,
+    TooManyRequestsException,
+    ValidationException,
+)
+from litestar.exceptions.http_exceptions import RequestEntityTooLarge
+
+from domain import errors as e
+
+log = logging.getLogger("runnel.http")
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+STANDARD_FIELDS = frozenset({"type", "title", "status", "detail", "code"})
+
+
+class HeadersTooLarge(Exception):
+    """The request headers exceed the node's ceiling."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"request headers exceed {limit} bytes")
+        self.limit = limit
+
+
+class NotReady(Exception):
+    """The node cannot serve: its store does not answer."""
+
+
+PROBLEMS: dict[type[Exception], tuple[int, str]] = {
+    # Domain refusals; each code equals the class's own `code`.
+    e.InvalidIdentifier: (400, e.InvalidIdentifier.code),
+    e.InvalidCursor: (400, e.InvalidCursor.code),
+    e.FutureCursor: (400, e.FutureCursor.code),
+    e.AckBeyondHead: (400, e.AckBeyondHead.code),
+    e.InvalidDefinition: (422, e.InvalidDefinition.code),
+    e.ForbiddenContentClass: (422, e.ForbiddenContentClass.code),
+    e.InvalidRecord: (422, e.InvalidRecord.code),
+    e.DigestMismatch: (422, e.DigestMismatch.code),
+    e.SizeMismatch: (422, e.SizeMismatch.code),
+    e.Unauthenticated: (401, e.Unauthenticated.code),
+    e.Forbidden: (403, e.Forbidden.code),
+    e.ConsumerScope: (403, e.ConsumerScope.code),
+    e.EgressDenied: (403, e.EgressDenied.code),
+    e.NotFound: (404, e.NotFound.code),
+    e.DefinitionConflict: (409, e.DefinitionConflict.code),
+    e.StreamClosed: (409, e.StreamClosed.code),
+    e.QuotaExhausted: (409, e.QuotaExhausted.code),
+    e.AckRegression: (409, e.AckRegression.code),
+    e.TooManyConsumers: (409, e.TooManyConsumers.code),
+    e.StreamHeld: (409, e.StreamHeld.code),
+    e.ObjectNotUploaded: (409, e.ObjectNotUploaded.code),
+    e.ObjectStateConflict: (409, e.ObjectStateConflict.code),
+    e.ObjectIntentConflict: (409, e.ObjectIntentConflict.code),
+    e.CursorPruned: (410, e.CursorPruned.code),
+    e.RunErased: (410, e.RunErased.code),
+    e.TooLarge: (413, e.TooLarge.code),
+    e.WrongRegion: (421, e.WrongRegion.code),
+    e.Backpressure: (429, e.Backpressure.code),
+    e.TooManySubscriptions: (429, e.TooManySubscriptions.code),
+    e.DomainError: (422, e.DomainError.code),
+    # The node and the framework.
+    HeadersTooLarge: (431, "headers_too_large"),
+    NotReady: (503, "not_ready"),
+    ValidationException: (400, "invalid_request"),
+    SerializationException: (400, "invalid_body"),
+    NotAuthorizedException: (401, "unauthenticated"),
+    PermissionDeniedException: (403, "forbidden"),
+    NotFoundException: (404, "not_found"),
+    MethodNotAllowedException: (405, "method_not_allowed"),
+    RequestEntityTooLarge: (413, "too_large"),
+    TooManyRequestsException: (429, "too_many_requests"),
+    ClientException: (400, "invalid_request"),
+    HTTPException: (500, "http_error"),
+    # Raised by the JSON decoder (or a rule walking the value) for input nested too deeply.
+    RecursionError: (400, "invalid_request"),
+    Exception: (500, "internal_error"),
+}
+
+
+def classify(exc: BaseException) -> tuple[int, str]:
+    """The table entry of the closest class in the exception's MRO."""
+    for cls in type(exc).__mro__:
+        if cls in PROBLEMS:
+            status, code = PROBLEMS[cls]
+            if isinstance(exc, HTTPException):
+                # The framework may raise a class with another status than its default.
+                status = exc.status_code
+            if isinstance(exc, e.DomainError) and cls is e.DomainError:
+                code = exc.code
+            return status, code
+    return 500, "internal_error"
+
+
+def problem_body(exc: BaseException) -> dict[str, Any]:
+    status, code = classify(exc)
+    body: dict[str, Any] = {
+        "type": f"urn:runnel:problem:{code}",
+        "title": HTTPStatus(status).phrase,
+        "status": status,
+        "detail": _detail(exc, status),
+        "code": code,
+    }
+    if isinstance(exc, e.DomainError):
+        body.update({k: v for k, v in exc.extra.items() if k not in STANDARD_FIELDS})
+    elif isinstance(exc, ValidationException) and exc.extra:
+        body["errors"] = exc.extra
+    elif isinstance(exc, HeadersTooLarge):
+        body["limit"] = exc.limit
+    return body
+
+
+def _detail(exc: BaseException, status: int) -> str:
+    if isinstance(exc, e.DomainError):
+        return exc.detail
+    if isinstance(exc, HTTPException):
+        return str(exc.detail)
+    if isinstance(exc, HeadersTooLarge | NotReady):
+        return str(exc)
+    if isinstance(exc, RecursionError):
+        return "the JSON is nested too deeply"
+    return HTTPStatus(status).description or HTTPStatus(status).phrase
+
+
+def problem_headers(exc: BaseException, status: int) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    if status == 429:
+        retry = exc.extra.get("retry_after_seconds", 1) if isinstance(exc, e.DomainError) else 1
+        headers["Retry-After"] = str(max(1, int(retry)))
+    if status == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="runnel"'
+    if isinstance(exc, HTTPException) and exc.headers:
+        headers.update(exc.headers)
+    return headers
+
+
+def problem_response(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    """Litestar's exception handler for every exception class."""
+    body = problem_body(exc)
+    status = body["status"]
+    if status >= 500 and not isinstance(exc, NotReady):
+        log.error("unhandled error on %s %s", request.method, request.scope.get("path_template",
+                                                                                request.url.path),
+                  exc_info=exc)
+    return Response(body, status_code=status, media_type=PROBLEM_MEDIA_TYPE,
+                    headers=problem_headers(exc, status))

@@ -1,0 +1,100 @@
+"""The route table: which handler answers which method and path, with its status code,
+body ceiling and documentation. Paths follow SPEC §3, below `/api/workflow-streams`."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import Any
+
+import msgspec
+from litestar import Router, delete, get, post, put
+from litestar.di import Provide
+from litestar.handlers import HTTPRouteHandler
+from litestar.openapi.datastructures import ResponseSpec
+
+from application.views import API_PREFIX
+from entrypoints.http.auth import Authenticator
+from entrypoints.http.handlers import consumers, lifecycle, operations, records, streams
+from entrypoints.http.handlers.subscribe import subscribe
+from entrypoints.http.problems import PROBLEM_MEDIA_TYPE
+from entrypoints.http.sse import release_on_exit
+from entrypoints.settings import Settings
+
+RUN = "/runs/{run_id:str}"
+STREAM = RUN + "/streams/{stream_id:str}"
+SECURITY: list[dict[str, list[str]]] = [{"BearerToken": []}]
+
+
+
+class Problem(msgspec.Struct):
+    """RFC 9457 problem details; refusals add their own fields (e.g. `field`, `requested`)."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    code: str
+
+
+def problems(*statuses: int) -> dict[int, ResponseSpec]:
+    """OpenAPI entries for the problem responses a route may give (and every route's 401)."""
+    return {status: ResponseSpec(data_container=Problem, media_type=PROBLEM_MEDIA_TYPE,
+                                 generate_examples=False,
+                                 description=HTTPStatus(status).phrase + " (problem+json)")
+            for status in sorted({401, *statuses})}
+
+
+def api_router(settings: Settings, auth: Authenticator) -> Router:
+    small = settings.max_body_bytes
+    handlers: list[HTTPRouteHandler] = [
+        post(RUN + "/streams", status_code=201, request_max_body_size=small,
+             summary="Create a stream definition", tags=["streams"],
+             responses=problems(400, 403, 409, 410, 413, 421, 422))(streams.create_stream),
+        get(RUN + "/streams", summary="List a run's streams", tags=["streams"],
+            responses=problems(400, 403, 404))(
+            streams.list_streams),
+        get(STREAM, summary="Read a definition and status", tags=["streams"],
+            responses=problems(400, 403, 404))(
+            streams.get_stream),
+        post(STREAM + "/records", status_code=201,
+             request_max_body_size=settings.max_append_body_bytes,
+             summary="Append records (batch)", tags=["records"],
+             responses=problems(400, 403, 404, 409, 410, 413, 421, 422, 429))(
+                 records.append_records),
+        get(STREAM + "/records", summary="Read records above a cursor", tags=["records"],
+            responses=problems(400, 403, 404, 410))(
+            records.read_records),
+        get(STREAM + "/subscribe", summary="Follow a stream (Server-Sent Events)",
+            tags=["records"], media_type="text/event-stream", middleware=[release_on_exit],
+            dependencies={"principal": Provide(auth.from_header_or_query,
+                                               sync_to_thread=False)},
+            responses={200: ResponseSpec(
+                data_container=str, media_type="text/event-stream", generate_examples=False,
+                description="A text/event-stream of `record`, `live`, `resync` and `end` "
+                            "events and `: ping` comments."),
+                       **problems(400, 403, 404, 410, 429)})(subscribe),
+        post(STREAM + "/consumers/{consumer_id:str}/ack", status_code=200,
+             request_max_body_size=small, summary="Acknowledge a consumer's progress",
+             tags=["consumers"], responses=problems(400, 403, 404, 409))(consumers.ack),
+        post(STREAM + "/close", status_code=200, request_max_body_size=small,
+             summary="Close a stream", tags=["streams"],
+             responses=problems(400, 403, 404, 421))(lifecycle.close_stream),
+        put(STREAM + "/legal-hold", request_max_body_size=small,
+            summary="Place or lift a legal hold", tags=["streams"],
+            responses=problems(400, 403, 404))(lifecycle.set_legal_hold),
+        delete(RUN, status_code=200, summary="Erase a run", tags=["runs"],
+               responses=problems(400, 403))(
+            lifecycle.erase_run),
+    ]
+    return Router(path=API_PREFIX, route_handlers=handlers, security=SECURITY,
+                  dependencies={"principal": Provide(auth.from_header, sync_to_thread=False)})
+
+
+def operation_handlers() -> list[Any]:
+    return [
+        get("/healthz", summary="Liveness", tags=["operations"])(operations.healthz),
+        get("/readyz", summary="Readiness (the store answers)", tags=["operations"])(
+            operations.readyz),
+        get("/metrics", summary="Prometheus metrics", tags=["operations"],
+            media_type="text/plain")(operations.metrics_text),
+    ]

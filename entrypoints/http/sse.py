@@ -1,0 +1,125 @@
+"""Follow frames as Server-Sent Events (SPEC §4), and the lifetime of one subscription.
+
+- `event: record`, `id: <sequence>`, `data: <record envelope JSON>`;
+- `event: live` (no id) with `{seq, data, source, attempt, index}`;
+- `: ping` comment (a message with `data=None`, or clients see an empty event);
+- `event: resync` with the 410 problem body, then the stream ends;
+- `event: end` with `{"reason": "closed", "last_sequence": N}`, then the stream ends.
+
+Frames are pulled from the follow only when the transport took the previous
+one, so a slow reader costs one frame plus the socket buffers, never a queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import msgspec
+from litestar.response import ServerSentEventMessage
+from litestar.types import ASGIApp, Receive, Scope, Send
+
+from application.following import (
+    EndFrame,
+    Follow,
+    Frame,
+    KeepaliveFrame,
+    LiveFrame,
+    RecordFrame,
+    ResyncFrame,
+)
+from application.views import record_envelope
+from domain.errors import CursorPruned
+from entrypoints.http.problems import problem_body
+from entrypoints.metrics import Metrics
+
+YIELD_EVERY_FRAMES = 32
+"""A backfill from memory may never suspend on its own; yield to the loop this often so
+a disconnect is noticed and other requests are served."""
+
+_encode = msgspec.json.Encoder().encode
+_RELEASES = "runnel.sse.releases"
+
+Release = Callable[[], Awaitable[None]]
+
+
+def to_message(frame: Frame, run_id: str, stream_id: str) -> ServerSentEventMessage:
+    if isinstance(frame, RecordFrame):
+        envelope = record_envelope(frame.record, run_id, stream_id)
+        return ServerSentEventMessage(event="record", id=frame.record.sequence,
+                                      data=_json(envelope))
+    if isinstance(frame, KeepaliveFrame):
+        return ServerSentEventMessage(comment="ping", data=None)
+    if isinstance(frame, LiveFrame):
+        chunk = frame.chunk
+        return ServerSentEventMessage(event="live", data=_json({
+            "seq": chunk.seq, "data": chunk.data, "source": chunk.source,
+            "attempt": chunk.attempt, "index": chunk.index}))
+    if isinstance(frame, ResyncFrame):
+        pruned = CursorPruned(frame.requested, frame.earliest, frame.latest)
+        return ServerSentEventMessage(event="resync", data=_json(problem_body(pruned)))
+    if isinstance(frame, EndFrame):
+        return ServerSentEventMessage(event="end", data=_json(
+            {"reason": "closed", "last_sequence": frame.last_sequence}))
+    raise TypeError(f"unknown frame {frame!r}")
+
+
+def _json(value: Any) -> str:
+    return _encode(value).decode()
+
+
+async def sse_messages(follow: Follow, run_id: str, stream_id: str,
+                       release: Release) -> AsyncIterator[ServerSentEventMessage]:
+    try:
+        sent = 0
+        async for frame in follow.frames():
+            yield to_message(frame, run_id, stream_id)
+            sent += 1
+            if sent % YIELD_EVERY_FRAMES == 0:
+                await asyncio.sleep(0)
+    finally:
+        await release()
+
+
+class ReaderLease:
+    """One open subscription: counted in the readers gauge until released, exactly once."""
+
+    def __init__(self, follow: Follow, metrics: Metrics) -> None:
+        self._follow = follow
+        self._metrics = metrics
+        self._released = False
+        metrics.readers.inc()
+
+    async def release(self) -> None:
+        if self._released:
+            return
+        self._released = True
+        self._metrics.readers.dec()
+        await self._follow.close()
+
+
+def register_release(scope: Scope, release: Release) -> None:
+    """Make `release_on_exit` call `release` when the request is over, however it ends."""
+    releases = scope.get("state", {}).get(_RELEASES)
+    if releases is None:
+        raise RuntimeError("the subscribe route must run inside release_on_exit")
+    releases.append(release)
+
+
+def release_on_exit(app: ASGIApp) -> ASGIApp:
+    """Route middleware for the subscribe route: whatever ends the request (the stream
+    ended, the client left before the first frame, the stall guard cut it, an error),
+    everything the handler registered is released at once. The frames generator releases
+    too on its own exit; releases are idempotent."""
+
+    async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
+        releases: list[Release] = []
+        scope.setdefault("state", {})[_RELEASES] = releases
+        try:
+            await app(scope, receive, send)
+        finally:
+            for release in releases:
+                await release()
+
+    return middleware

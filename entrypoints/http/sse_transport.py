@@ -1,0 +1,145 @@
+"""How an event stream reaches the socket: coalesced writes, and a bound on slow readers.
+
+This wraps the whole application because it needs the ASGI server's own `send`;
+it touches `text/event-stream` responses only.
+
+- Coalescing. Frames produced within one event-loop iteration (a backfill page,
+  a wake that carried several records) go out as ONE write: the body is
+  buffered and flushed at the end of the iteration, or at once past
+  `FLUSH_BYTES`. Nothing waits for a timer, so a lone live frame leaves as soon
+  as the loop turns; a backfill costs one system call per batch, not per frame.
+- Backpressure. A flush waits while the server's transport is full (the client
+  is slow), and the next frame waits for that flush: the follow loop is pulled
+  only as fast as the client takes frames, and a reader costs at most one
+  buffer of `FLUSH_BYTES` plus one frame plus the socket buffers.
+- Stall bound. A flush that cannot complete within the stall timeout
+  disconnects the reader. It resumes with `Last-Event-ID` and loses nothing: a
+  frame the client did not take was never acknowledged to it. To disconnect at
+  once, rather than when the peer drains the socket, the transport is aborted
+  when the server exposes it (uvicorn's protocol cycle does); otherwise the
+  error makes the server close the connection as soon as it can.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+
+from litestar.enums import ScopeType
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+log = logging.getLogger("runnel.http.sse")
+
+FLUSH_BYTES = 64 * 1024
+
+
+class ReaderStalled(Exception):
+    """The reader took no frame within the stall timeout."""
+
+
+class _CoalescingBody:
+    """The body side of one event-stream response."""
+
+    def __init__(self, send: Send, stall_seconds: float, on_stall: Callable[[], None]) -> None:
+        self._send = send
+        self._stall_seconds = stall_seconds
+        self._on_stall = on_stall
+        self._buffer = bytearray()
+        self._scheduled = False
+        self._flushing: asyncio.Task[None] | None = None
+        self.stalled = False
+
+    async def send(self, message: Message) -> None:
+        await self._settle()
+        self._buffer += message.get("body", b"")  # type: ignore[arg-type]
+        if not message.get("more_body", False):
+            await self._flush(more_body=False)
+        elif len(self._buffer) >= FLUSH_BYTES:
+            await self._flush()
+        elif not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush_soon)
+
+    def _flush_soon(self) -> None:
+        self._scheduled = False
+        if self._buffer and (self._flushing is None or self._flushing.done()):
+            self._flushing = asyncio.get_running_loop().create_task(self._flush())
+
+    async def _settle(self) -> None:
+        """Wait for a flush in flight (the slow-client wait) and surface its failure."""
+        if self._flushing is not None:
+            flushing, self._flushing = self._flushing, None
+            await flushing
+
+    async def _flush(self, more_body: bool = True) -> None:
+        body, self._buffer = bytes(self._buffer), bytearray()
+        try:
+            async with asyncio.timeout(self._stall_seconds):
+                await self._send({"type": "http.response.body", "body": body,
+                                  "more_body": more_body})
+        except TimeoutError:
+            self.stalled = True
+            self._on_stall()
+            _abort_transport(self._send)
+            raise ReaderStalled(f"no frame taken for {self._stall_seconds} s") from None
+
+    async def finish(self) -> None:
+        """End of the request: nothing may outlive it."""
+        if self._flushing is not None and not self._flushing.done():
+            self._flushing.cancel()
+        if self._flushing is not None:
+            await asyncio.gather(self._flushing, return_exceptions=True)
+
+
+class EventStreamTransport:
+    def __init__(self, app: ASGIApp, stall_seconds: float,
+                 on_stall: Callable[[], None] | None = None) -> None:
+        self.app = app
+        self.stall_seconds = stall_seconds
+        self.on_stall = on_stall or (lambda: None)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != ScopeType.HTTP:
+            await self.app(scope, receive, send)
+            return
+        body: _CoalescingBody | None = None
+
+        async def wrapped_send(message: Message) -> None:
+            nonlocal body
+            if message["type"] == "http.response.start" and _is_event_stream(message):
+                body = _CoalescingBody(send, self.stall_seconds, self.on_stall)
+            if body is not None and message["type"] == "http.response.body":
+                await body.send(message)
+            else:
+                await send(message)
+
+        try:
+            await self.app(scope, receive, wrapped_send)
+        except Exception:
+            if body is None or not body.stalled:
+                raise
+        finally:
+            if body is not None:
+                await body.finish()
+        if body is not None and body.stalled:
+            log.info("disconnected a stalled SSE reader on %s", scope.get("path"))
+            # Let the server observe the lost connection before the app returns, so it
+            # does not report an incomplete response.
+            await asyncio.sleep(0)
+
+
+def _is_event_stream(message: Message) -> bool:
+    headers: Iterable[tuple[bytes, bytes]] = message.get("headers", ())  # type: ignore[assignment]
+    for name, value in headers:
+        if name.lower() == b"content-type":
+            return bool(value.split(b";")[0].strip().lower() == b"text/event-stream")
+    return False
+
+
+def _abort_transport(send: Send) -> None:
+    cycle = getattr(send, "__self__", None)
+    transport = getattr(cycle, "transport", None)
+    abort = getattr(transport, "abort", None)
+    if callable(abort):
+        abort()

@@ -1,0 +1,101 @@
+"""Port decorators that count what the metrics report, at the one place each thing happens.
+
+They wrap the backend's ports in the composition root, so every adapter is
+measured alike and no use case knows about metrics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+
+from application.ports import (
+    GapEvidence,
+    LiveChunk,
+    StreamSession,
+    StreamStore,
+    Wake,
+    WakeBus,
+    WakeSubscription,
+)
+from domain.identifiers import RunKey, StreamKey
+from domain.object_intent import ObjectIntent
+from domain.stream import Stream
+from entrypoints.metrics import Metrics
+
+
+class MeteredStreamStore:
+    """Counts records and bytes committed, read from the aggregate's totals after a unit of
+    work exits cleanly (the port commits exactly then), so a rolled-back batch counts nothing."""
+
+    def __init__(self, inner: StreamStore, metrics: Metrics) -> None:
+        self._inner = inner
+        self._metrics = metrics
+
+    @asynccontextmanager
+    async def lock(self, key: StreamKey) -> AsyncIterator[StreamSession]:
+        async with self._inner.lock(key) as session:
+            items, size = session.stream.total_items, session.stream.total_bytes
+            yield session
+            items = session.stream.total_items - items
+            size = session.stream.total_bytes - size
+        if items > 0:
+            self._metrics.records.inc(items)
+            self._metrics.bytes.inc(size)
+
+    async def create(self, stream: Stream) -> tuple[Stream, bool]:
+        return await self._inner.create(stream)
+
+    async def load(self, key: StreamKey) -> Stream | None:
+        return await self._inner.load(key)
+
+    async def list_run(self, run: RunKey) -> Sequence[Stream]:
+        return await self._inner.list_run(run)
+
+    async def load_intent(self, key: StreamKey, object_id: str) -> ObjectIntent | None:
+        return await self._inner.load_intent(key, object_id)
+
+    async def mark_run_erased(self, run: RunKey) -> None:
+        await self._inner.mark_run_erased(run)
+
+    async def is_run_erased(self, run: RunKey) -> bool:
+        return await self._inner.is_run_erased(run)
+
+
+class _CountingSubscription:
+    def __init__(self, inner: WakeSubscription, metrics: Metrics) -> None:
+        self._inner = inner
+        self._metrics = metrics
+
+    async def next(self, timeout: float) -> Wake | LiveChunk | None:
+        signal = await self._inner.next(timeout)
+        if isinstance(signal, Wake):
+            self._metrics.wakes.inc()
+        return signal
+
+
+class CountingWakeBus:
+    """Counts wakes as local readers receive them."""
+
+    def __init__(self, inner: WakeBus, metrics: Metrics) -> None:
+        self._inner = inner
+        self._metrics = metrics
+
+    @asynccontextmanager
+    async def subscribe(self, key: StreamKey, live: bool = False
+                        ) -> AsyncIterator[WakeSubscription]:
+        async with self._inner.subscribe(key, live) as subscription:
+            yield _CountingSubscription(subscription, self._metrics)
+
+    async def publish_live(self, chunk: LiveChunk) -> None:
+        await self._inner.publish_live(chunk)
+
+
+class CountingGapEvidence:
+    def __init__(self, inner: GapEvidence, metrics: Metrics) -> None:
+        self._inner = inner
+        self._metrics = metrics
+
+    async def record_gap(self, key: StreamKey, expected: int, received: int) -> None:
+        self._metrics.gaps.inc()
+        await self._inner.record_gap(key, expected, received)

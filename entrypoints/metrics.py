@@ -1,0 +1,50 @@
+"""The node's Prometheus metrics, in a registry of their own (one per app, so tests and
+several apps in one process never collide)."""
+
+from __future__ import annotations
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+                   5.0, 10.0)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.appends = Counter("runnel_appends", "Append requests answered 2xx, by outcome "
+                               "(stored: something new; duplicate: every record was a repeat)",
+                               ["outcome"], registry=r)
+        self.records = Counter("runnel_records_appended",
+                               "Records committed (any path: batch append, object commit)",
+                               registry=r)
+        self.bytes = Counter("runnel_record_bytes_appended",
+                             "Bytes of committed records, as credit counts them", registry=r)
+        self.readers = Gauge("runnel_sse_readers", "Open SSE subscriptions on this node",
+                             registry=r)
+        self.wakes = Counter("runnel_reader_wakes", "Wake signals received by local readers",
+                             registry=r)
+        self.gaps = Counter("runnel_reader_gaps",
+                            "Wakes that revealed missing sequences (served from the store)",
+                            registry=r)
+        self.backpressure = Counter("runnel_backpressure_rejections",
+                                    "Appends refused with 429 because the unread ceiling was full",
+                                    registry=r)
+        self.stalled = Counter("runnel_sse_stalled_disconnects",
+                               "Subscribers disconnected for taking no frame within the stall "
+                               "timeout", registry=r)
+        self.latency = Histogram("runnel_http_request_duration_seconds",
+                                 "Time from request to response headers, by route template",
+                                 ["method", "route", "status"], buckets=LATENCY_BUCKETS,
+                                 registry=r)
+
+    def render(self) -> tuple[bytes, str]:
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST

@@ -1,0 +1,84 @@
+"""Node configuration from `RUNNEL_*` environment variables (pydantic-settings).
+
+Every knob a deployment turns lives here, with the default that makes a fresh
+checkout work: no database URL means an embedded Postgres under `DATA_DIR`,
+no JWT secret means one generated once and kept in `DATA_DIR/jwt-secret`, so
+`runnel token` and `runnel serve` on the same machine agree without setup.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from application.node import NodeSettings
+
+JWT_SECRET_FILE = "jwt-secret"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RUNNEL_", extra="ignore", frozen=True)
+
+    database_url: str | None = None
+    """Postgres DSN; unset → an embedded Postgres under `data_dir`."""
+    storage: Literal["postgres", "memory"] = "postgres"
+    """`memory` runs the whole service in this process (simulation; nothing survives exit)."""
+    data_dir: Path = Path(".runnel")
+    region: str = Field("local", pattern=r"^[A-Za-z0-9._:-]{1,128}$")
+    jwt_secret: SecretStr | None = None
+    keepalive_seconds: float = Field(15.0, gt=0)
+    sweep_seconds: float = Field(5.0, gt=0)
+    sse_stall_seconds: float = Field(60.0, gt=0)
+    """A subscriber taking no frame for this long is disconnected (it resumes losing nothing)."""
+    max_subscriptions_per_principal: int = Field(100, gt=0)
+    max_body_bytes: int = Field(64 * 1024, gt=0)
+    """Request body ceiling for every route except append."""
+    max_append_body_bytes: int = Field(8 * 1024 * 1024, gt=0)
+    """Request body ceiling for a batch append (each inline record is ≤ 64 KiB on its own)."""
+    max_header_bytes: int = Field(8 * 1024, ge=1024)
+    """Total request-header ceiling checked by the app (431); the HTTP parser refuses twice this."""
+    workers: bool = True
+    """Run the background workers in the API process (`runnel serve --no-workers` turns it off)."""
+
+    def node(self) -> NodeSettings:
+        return NodeSettings(
+            region=self.region,
+            keepalive_seconds=self.keepalive_seconds,
+            max_subscriptions_per_principal=self.max_subscriptions_per_principal,
+        )
+
+    def resolved_jwt_secret(self) -> str:
+        """The configured secret, or the node-local one (created on first use, mode 0600)."""
+        if self.jwt_secret is not None:
+            return self.jwt_secret.get_secret_value()
+        return local_jwt_secret(self.data_dir)
+
+
+def local_jwt_secret(data_dir: Path) -> str:
+    """Read `data_dir/jwt-secret`, creating it exactly once even when two processes race:
+    the secret is written to a private temporary file and hard-linked into place, which
+    fails if another process linked its own first (then both use the winner's)."""
+    path = data_dir / JWT_SECRET_FILE
+    if not path.exists():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        candidate = data_dir / f".{JWT_SECRET_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
+        fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_urlsafe(48))
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(candidate, path)
+        except FileExistsError:
+            pass
+        finally:
+            candidate.unlink()
+    secret = path.read_text().strip()
+    if not secret:
+        raise RuntimeError(f"{path} is empty; delete it to generate a new secret")
+    return secret

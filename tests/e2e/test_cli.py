@@ -1,0 +1,101 @@
+"""The `runnel` command as a user runs it: token, migrate, and serve on the embedded default."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import psutil
+
+from domain.principal import Principal
+from entrypoints.tokens import verify_token
+from tests.http.server import RunnelServer
+from tests.pg import create_database, drop_database, run_sync
+
+REPO = Path(__file__).parents[2]
+
+
+def runnel(*args: str, env: dict[str, str]) -> str:
+    result = subprocess.run([sys.executable, "-m", "entrypoints.cli", *args],
+                            capture_output=True, text=True, check=True, cwd=REPO,
+                            env={**os.environ, **env}, timeout=120)
+    return result.stdout
+
+
+def test_token_mints_a_verifiable_token_from_the_configured_secret() -> None:
+    secret = "cli-secret-0123456789abcdef0123456789abcdef"
+    printed = runnel("token", "--tenant", "acme", "--sub", "ci", "--scopes",
+                     "streams:read, streams:write", "--runs", "r1,r2", "--ttl", "60",
+                     env={"RUNNEL_JWT_SECRET": secret}).strip()
+    principal = verify_token(printed, secret)
+    assert principal == Principal("ci", "acme", frozenset({"streams:read", "streams:write"}),
+                                  frozenset({"r1", "r2"}), principal.token_id)
+
+
+def test_token_and_serve_agree_on_the_local_secret_without_configuration(tmp_path: Path) -> None:
+    env = {"RUNNEL_DATA_DIR": str(tmp_path)}
+    printed = runnel("token", "--tenant", "t", "--sub", "s", "--scopes", "streams:read",
+                     env=env).strip()
+    assert verify_token(printed, (tmp_path / "jwt-secret").read_text()).tenant == "t"
+
+
+def test_migrate_applies_the_schema_once(tmp_path: Path) -> None:
+    dsn = run_sync(lambda: create_database(prefix="runnel_cli"))
+    try:
+        env = {"RUNNEL_DATABASE_URL": dsn, "RUNNEL_DATA_DIR": str(tmp_path)}
+        first = runnel("migrate", env=env)
+        assert first.startswith("applied ")
+        assert runnel("migrate", env=env).strip() == "schema is up to date"
+    finally:
+        run_sync(lambda: drop_database(dsn))
+
+
+def embedded_postgres_running(data_dir: Path) -> bool:
+    pgdata = str(data_dir / "pgdata")
+    for process in psutil.process_iter(["cmdline"]):
+        cmdline = process.info["cmdline"] or []
+        if any(pgdata in part for part in cmdline):
+            return True
+    return False
+
+
+def test_serve_on_the_embedded_default_prints_a_working_token_and_keeps_data(
+        tmp_path: Path) -> None:
+    """What `make run` does on a fresh checkout: no database configured."""
+    data_dir = tmp_path / "data"
+    for attempt in ("first start", "restart"):
+        server = RunnelServer.start({"RUNNEL_DATABASE_URL": None, "RUNNEL_STORAGE": None},
+                                    data_dir, workers=True)
+        try:
+            assert "embedded Postgres under" in server.banner
+            assert f"{server.url}/schema" in server.banner
+            assert embedded_postgres_running(data_dir)
+            headers = {"Authorization": f"Bearer {_banner_token(server)}"}
+            assert httpx.get(server.url + "/readyz").status_code == 200
+            if attempt == "first start":
+                created = httpx.post(server.api + "/runs/demo/streams", headers=headers,
+                                     json={"stream_id": "s", "content_class": "x"})
+                assert created.status_code == 201
+                appended = httpx.post(server.api + "/runs/demo/streams/s/records",
+                                      headers=headers, json={"records": [{"payload": "kept"}]})
+                assert appended.status_code == 201
+            else:
+                page = httpx.get(server.api + "/runs/demo/streams/s/records", headers=headers)
+                assert [r["payload"] for r in page.json()["records"]] == ["kept"]
+        finally:
+            server.stop()
+        # Uvicorn shuts down cleanly on SIGTERM, then re-raises it: the exit status says so.
+        assert server.process.returncode in (0, -signal.SIGTERM)
+        assert "Application shutdown complete" in server.log.read_text()
+        assert not embedded_postgres_running(data_dir)
+
+
+def _banner_token(server: RunnelServer) -> str:
+    match = re.search(r"export RUNNEL_TOKEN=(\S+)", server.banner)
+    assert match is not None, server.banner
+    return match.group(1)

@@ -1,0 +1,43 @@
+"""Concurrent subscriptions are capped per principal, and a disconnect frees its slot."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.http.server import RunnelServer, bearer, token
+from tests.http.support import (
+    append,
+    assert_problem,
+    create_stream,
+    has_event,
+    read_events,
+    wait_for_metric,
+)
+
+SERVER_ENV = {"RUNNEL_MAX_SUBSCRIPTIONS_PER_PRINCIPAL": "2"}
+
+
+async def test_a_third_concurrent_subscription_is_429_until_one_disconnects(
+        api: httpx.AsyncClient, server: RunnelServer, run_id: str) -> None:
+    await create_stream(api, run_id, "open")
+    await create_stream(api, run_id, "done")
+    await append(api, run_id, "done", [1])
+    await api.post(f"/runs/{run_id}/streams/done/close")
+    url = f"/runs/{run_id}/streams/open/subscribe"
+
+    async with api.stream("GET", url) as first, api.stream("GET", url) as second:
+        assert (first.status_code, second.status_code) == (200, 200)
+        assert await wait_for_metric(server.url, "runnel_sse_readers", lambda v: v == 2) == 2
+        third = await api.get(url)
+        assert_problem(third, 429, "too_many_subscriptions")
+        assert int(third.headers["retry-after"]) >= 1
+        # The cap is per principal: bob is not affected.
+        bobs = await read_events(api, f"/runs/{run_id}/streams/done/subscribe",
+                                 headers=bearer(token(sub="bob")), until=has_event("end"))
+        assert bobs[-1].event == "end"
+
+    # Both clients went away: the server notices, releases everything, and accepts again.
+    await wait_for_metric(server.url, "runnel_sse_readers", lambda v: v == 0)
+    events = await read_events(api, f"/runs/{run_id}/streams/done/subscribe",
+                               until=has_event("end"))
+    assert [e.event for e in events] == ["record", "end"]
