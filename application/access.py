@@ -6,7 +6,10 @@ run is indistinguishable from a missing one (404), by construction.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 from application.ports import StreamStore
+from domain.definition import StreamDefinition
 from domain.errors import NotFound
 from domain.identifiers import RunKey, StreamKey, validate_id
 from domain.principal import Principal, Scope, ensure_reader, ensure_writer
@@ -40,6 +43,41 @@ async def stream_for_reading(store: StreamStore, principal: Principal, key: Stre
     if content:
         ensure_may_serve_content_here(stream.definition.placement, region)
     return stream
+
+
+class DefinitionCache:
+    """Stream definitions by key, kept for the life of the process.
+
+    Pins never change after creation, so a cached definition is never stale; a
+    hot path (append) can authorise and validate without reading the stream. It
+    answers nothing about state (head, closed, erased): that is decided under the
+    row lock.
+    """
+
+    def __init__(self, store: StreamStore, capacity: int = 10_000) -> None:
+        self._store = store
+        self._capacity = capacity
+        self._definitions: OrderedDict[StreamKey, StreamDefinition] = OrderedDict()
+
+    async def get(self, key: StreamKey) -> StreamDefinition:
+        definition = self._definitions.get(key)
+        if definition is not None:
+            self._definitions.move_to_end(key)
+            return definition
+        definition = (await load_stream(self._store, key)).definition
+        self._definitions[key] = definition
+        if len(self._definitions) > self._capacity:
+            self._definitions.popitem(last=False)
+        return definition
+
+
+async def definition_for_writing(definitions: DefinitionCache, principal: Principal,
+                                 key: StreamKey, region: str) -> StreamDefinition:
+    principal.require_scope(Scope.WRITE)
+    definition = await definitions.get(key)
+    ensure_writer(definition.authorization, principal)
+    ensure_may_write_here(definition.placement, region)
+    return definition
 
 
 async def stream_for_writing(store: StreamStore, principal: Principal, key: StreamKey,

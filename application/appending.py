@@ -8,7 +8,12 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any
 
-from application.access import stream_for_writing, stream_key
+from application.access import (
+    DefinitionCache,
+    definition_for_writing,
+    load_stream,
+    stream_key,
+)
 from application.live import LivePublishing
 from application.node import NodeSettings
 from application.ports import Clock, StoredRecord, StreamSession, StreamStore, WakeBus
@@ -46,6 +51,7 @@ class Appender:
     def __init__(self, store: StreamStore, bus: WakeBus, clock: Clock, node: NodeSettings,
                  live: LivePublishing) -> None:
         self._store = store
+        self._definitions = DefinitionCache(store)
         self._live = live
         self._bus = bus
         self._clock = clock
@@ -54,19 +60,20 @@ class Appender:
     async def append(self, principal: Principal, run_id: str, stream_id: str,
                      records: Sequence[Any]) -> AppendResult:
         key = stream_key(principal, run_id, stream_id)
-        stream = await stream_for_writing(self._store, principal, key, self._node.region)
+        definition = await definition_for_writing(self._definitions, principal, key,
+                                                  self._node.region)
         if not isinstance(records, list) or not records:
             raise InvalidRecord("records must be a non-empty list")
-        mask = stream.definition.redaction.mask
-        drafts = [draft_from_wire(item, mask) for item in records]
-        if stream.definition.mode == "best_effort":
+        drafts = [draft_from_wire(item, definition.redaction.mask) for item in records]
+        if definition.mode == "best_effort":
+            stream = await load_stream(self._store, key)
             if stream.erased:
                 raise RunErased("the run was erased; nothing more is stored")
             if stream.closed:
                 raise StreamClosed("stream is closed")
             published = await self._live.publish_drafts(key, drafts)
             return AppendResult((), stream.head, 0, published)
-        credit = stream.definition.credit
+        credit = definition.credit
         if credit.on_unread_full == "block":
             return await self._append_blocking(key, drafts, credit.block_timeout_seconds)
         return await self.append_drafts(key, drafts)

@@ -159,6 +159,20 @@ class StreamStore(Protocol):
 
     async def list_run(self, run: RunKey) -> Sequence[Stream]: ...
 
+    async def streams_with_retention(self, after: StreamKey | None,
+                                     limit: int) -> Sequence[StreamKey]:
+        """Up to `limit` keys, ascending and strictly above `after`, of the streams that
+        have a retention pin (`max_age_seconds` or `max_records`) and are neither under
+        legal hold nor erased: the pruner's work list, paged by key."""
+        ...
+
+    async def expired_intents(self, now: datetime,
+                              limit: int) -> Sequence[tuple[StreamKey, str]]:
+        """Up to `limit` (stream, object id) pairs of intents still live (prepared or
+        uploaded) whose `expires_at` is at or before `now`, oldest deadline first; intents
+        of streams under legal hold are left out (nothing of theirs is deleted)."""
+        ...
+
     async def load_intent(self, key: StreamKey, object_id: str) -> ObjectIntent | None: ...
 
     async def mark_run_erased(self, run: RunKey) -> None: ...

@@ -18,6 +18,20 @@ class RetentionPruner:
         self._objects = objects
         self._clock = clock
 
+    async def prune_all(self, page_size: int = 100) -> int:
+        """Prune every stream that has a retention pin and is not held; returns how many
+        records went. Pages by key, so streams created meanwhile are reached on this
+        sweep or the next, and each stream is pruned in its own unit of work."""
+        removed = 0
+        after: StreamKey | None = None
+        while True:
+            keys = await self._store.streams_with_retention(after, page_size)
+            for key in keys:
+                removed += (await self.prune(key)).records
+            if len(keys) < page_size:
+                return removed
+            after = keys[-1]
+
     async def prune(self, key: StreamKey) -> Removed:
         stream = await self._store.load(key)
         if stream is None or stream.legal_hold:

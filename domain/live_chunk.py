@@ -6,12 +6,24 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from domain.errors import InvalidRecord
+
 LIVE_CHUNK_MAX_BYTES = 7000
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def compact_json(value: Any) -> bytes:
-    """The canonical size of a JSON value: compact UTF-8 encoding."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    """The canonical encoding of a JSON value: compact UTF-8.
+
+    Values JSON cannot carry faithfully (NaN, infinities, unpaired surrogates,
+    non-JSON types) are refused here, before anything is stored or sent.
+    """
+    try:
+        return _ENCODER.encode(value).encode()
+    except (ValueError, TypeError, UnicodeEncodeError) as error:
+        raise InvalidRecord(f"not representable as JSON: {error}") from None
 
 
 def cap_chunk(chunk: Any) -> Any:

@@ -125,3 +125,10 @@ def test_an_object_record_weighs_its_inline_reference_not_its_body() -> None:
                                            "content_type": "application/pdf"}))
     assert (draft.object, draft.idempotency_key, draft.content_type) == (ref, "o1",
                                                                           "application/pdf")
+
+
+@pytest.mark.parametrize("payload", [float("nan"), float("inf"), "\ud800", {"k": {1, 2}}])
+def test_values_json_cannot_carry_faithfully_are_refused_as_invalid_records(
+        payload: object) -> None:
+    with pytest.raises(InvalidRecord):
+        draft_from_wire({"payload": payload}, ())
