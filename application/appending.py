@@ -100,7 +100,7 @@ class Appender:
             StoredRecord(sequence=sequence, content_type=draft.content_type, appended_at=now,
                          size=draft.size, payload=draft.payload, has_payload=draft.has_payload,
                          data=draft.data, object=draft.object,
-                         idempotency_key=draft.idempotency_key)
+                         idempotency_key=draft.idempotency_key, payload_json=draft.payload_json)
             for sequence, draft in plan.new
         ])
         if session.stream.definition.direction == "input":

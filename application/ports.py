@@ -32,6 +32,8 @@ class StoredRecord:
     data: bytes | None = None
     object: ObjectRef | None = None
     idempotency_key: str | None = None
+    payload_json: str | None = field(default=None, compare=False, repr=False)
+    """The payload's canonical JSON when the writer already has it (saves re-encoding)."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,21 @@ class Delivery:
     dead: bool = False
 
 
+@dataclass(frozen=True)
+class BodyDeletion:
+    """An object body queued for deletion through the deletion outbox, with its claim.
+
+    `stream` is the stream that owned the body (its legal hold postpones the
+    deletion); None for a body no stream owns (an orphan)."""
+
+    id: str
+    stream: StreamKey | None
+    region: str
+    object_key: str
+    attempts: int = 0
+    last_error: str | None = None
+
+
 class StreamSession(Protocol):
     """One unit of work on one stream, holding that stream's row lock.
 
@@ -131,6 +148,12 @@ class StreamSession(Protocol):
         ...
 
     def save_intent(self, intent: ObjectIntent) -> None: ...
+
+    def queue_deletions(self, bodies: Sequence[tuple[str, str]], not_before: datetime) -> None:
+        """Stage deletion-outbox rows for these (region, object key) bodies of this stream,
+        due at `not_before`; a body already queued stays queued once. Committed with the
+        unit of work, so a body is never forgotten nor deleted for a rolled-back change."""
+        ...
 
     async def remove_records_through(self, sequence: int) -> Removed:
         """Delete record rows up to `sequence`; report removed objects for deletion."""
@@ -220,13 +243,17 @@ class WakeBus(Protocol):
         ...
 
 
+class ObjectRegionUnavailable(LookupError):
+    """This node has no object store for the region a body is pinned to."""
+
+
 class ObjectStore(Protocol):
     """Object bodies, one store per region; keys are always chosen by Runnel.
 
     `put` streams the body and verifies size and SHA-256 itself (emulators
     accept wrong checksums): on a mismatch it keeps nothing and raises
     `SizeMismatch` / `DigestMismatch`. A region without a configured store
-    raises `LookupError` (never a silent write elsewhere).
+    raises `ObjectRegionUnavailable` (never a silent write elsewhere).
     """
 
     async def put(self, region: str, key: str, body: AsyncIterable[bytes], size: int,
@@ -261,6 +288,26 @@ class DeliveryOutbox(Protocol):
     async def dead_letter(self, key: StreamKey, sequence: int, error: str) -> None: ...
 
     async def dead_letters(self, key: StreamKey) -> Sequence[Delivery]: ...
+
+
+class DeletionOutbox(Protocol):
+    """Object bodies to delete, claimed with a lease like input deliveries: several workers
+    claim at once without sharing a row, and a dead worker's rows come back when its
+    lease expires. A row is claimable when its `not_before` is due and no live lease
+    covers it; `now` is the caller's clock."""
+
+    async def claim(self, worker: str, now: datetime, lease_seconds: float,
+                    limit: int) -> Sequence[BodyDeletion]: ...
+
+    async def complete(self, deletion_id: str) -> None:
+        """The body is gone: the row is removed."""
+        ...
+
+    async def postpone(self, deletion_id: str, next_attempt_at: datetime,
+                       error: str | None = None) -> None:
+        """Release the claim until `next_attempt_at`; with an `error` the attempt counts
+        (a failure), without one it does not (e.g. the stream is under legal hold)."""
+        ...
 
 
 @dataclass(frozen=True)

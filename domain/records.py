@@ -35,6 +35,8 @@ class Draft:
     object: ObjectRef | None = None
     idempotency_key: str | None = None
     has_payload: bool = False
+    payload_json: str | None = None
+    """The payload's canonical compact JSON, encoded once for sizing and reused to store it."""
 
 
 def draft_from_wire(item: Any, mask: tuple[str, ...]) -> Draft:
@@ -59,10 +61,10 @@ def draft_from_wire(item: Any, mask: tuple[str, ...]) -> Draft:
         raise InvalidRecord("a record carries exactly one of payload or data")
     if "payload" in item:
         payload = redact(item["payload"], mask)
-        size = len(compact_json(payload))
-        _check_inline(size)
-        return Draft(content_type or "application/json", size, payload=payload,
-                     idempotency_key=key, has_payload=True)
+        encoded = compact_json(payload)
+        _check_inline(len(encoded))
+        return Draft(content_type or "application/json", len(encoded), payload=payload,
+                     idempotency_key=key, has_payload=True, payload_json=encoded.decode())
     encoded = item["data"]
     if not isinstance(encoded, str):
         raise InvalidRecord("data must be a base64 string")

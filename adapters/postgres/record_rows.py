@@ -34,6 +34,10 @@ def payload_text(record: StoredRecord) -> str | None:
         _check_storable(record.idempotency_key)
     if not record.has_payload:
         return None
+    if record.payload_json is not None:
+        # Encoded by the domain's canonical encoder, which already refused NaN and
+        # unpaired surrogates; JSON escapes NUL, so it is storable as it is.
+        return record.payload_json
     try:
         encoded = _COMPACT(record.payload)
     except ValueError:
