@@ -53,7 +53,10 @@ class Subscription:
         if not self._wakes and not self._chunks:
             self._signal.clear()
             try:
-                await asyncio.wait_for(self._signal.wait(), timeout)
+                # asyncio.timeout, unlike wait_for, wraps no extra task around the wait:
+                # with a thousand idle readers that is a thousand tasks less per tick.
+                async with asyncio.timeout(timeout):
+                    await self._signal.wait()
             except TimeoutError:
                 return None
         if self._wakes:
