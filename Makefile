@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test lint lock bench clean
+.PHONY: install run test lint lock bench clean browser
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -25,8 +25,13 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-test: lint
+test: lint browser
 	$(BIN)/pytest
+
+# The viewer test drives Debian's chromium (through Playwright's `executable_path`,
+# never `playwright install`): installed here when missing (CI runs as root).
+browser:
+	test -x /usr/bin/chromium || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
 
 # Re-resolve the lock after changing pyproject.toml dependencies.
 lock:

@@ -19,6 +19,7 @@ from application.ports import (
 )
 from application.views import record_envelope
 from domain.identifiers import input_event_id
+from domain.stream import Stream
 
 MAX_BACKOFF_SECONDS = 300.0
 
@@ -35,6 +36,13 @@ class InputDispatcher:
         self._wait_service = wait_service
         self._clock = clock
         self._node = node
+
+    async def dead_letter_count(self, stream: Stream) -> int:
+        """How many of the stream's input records were dead-lettered (0 for output streams,
+        which have no deliveries); the caller has already authorized reading `stream`."""
+        if stream.definition.direction != "input":
+            return 0
+        return len(await self._outbox.dead_letters(stream.key))
 
     async def dispatch_once(self, worker: str, limit: int = 100) -> int:
         """Claim due rows and publish each; returns how many were delivered."""

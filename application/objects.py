@@ -114,8 +114,11 @@ class Objects:
             intent = await self._locked_intent(session, object_id)
             intent.abort()
             session.save_intent(intent)
-        # An upload may still be in flight; deleting an absent body is harmless.
-        await self._objects.delete(intent.region, intent.object_key)
+            held = self._queue_body_deletion(session, intent)
+        if not held:
+            # Right away for the caller; the queued row covers a crash before this line.
+            # An upload may still be in flight; deleting an absent body is harmless.
+            await self._objects.delete(intent.region, intent.object_key)
         return intent
 
     async def get(self, principal: Principal, run_id: str, stream_id: str,
@@ -128,9 +131,13 @@ class Objects:
                    object_id: str) -> tuple[ObjectIntent, AsyncIterator[bytes]]:
         """Only committed bodies are served, and only where the pins allow egress."""
         key = stream_key(principal, run_id, stream_id)
-        await stream_for_reading(self._store, principal, key, self._node.region, content=True)
+        stream = await stream_for_reading(self._store, principal, key, self._node.region,
+                                          content=True)
         intent = await self._intent(key, object_id)
         if intent.current_state is not IntentState.COMMITTED:
+            raise NotFound("object body not available")
+        # A pruned record's body waits in the deletion outbox; it is gone for readers now.
+        if intent.sequence is None or intent.sequence < stream.earliest:
             raise NotFound("object body not available")
         # Retention and erasure delete committed bodies; answer 404 before streaming starts.
         if await self._objects.stat(intent.region, intent.object_key) is None:
@@ -144,10 +151,20 @@ class Objects:
             return
         async with self._store.lock(key) as session:
             locked = await self._locked_intent(session, intent.object_id)
+            held = session.stream.legal_hold
             if locked.expire(self._clock.now()):
                 session.save_intent(locked)
-        await self._objects.delete(intent.region, intent.object_key)
+                held = self._queue_body_deletion(session, locked)
+        if not held:
+            await self._objects.delete(intent.region, intent.object_key)
         raise ObjectStateConflict("the object intent expired", state=IntentState.EXPIRED.value)
+
+    def _queue_body_deletion(self, session: StreamSession, intent: ObjectIntent) -> bool:
+        """Queue the intent's body in the deletion outbox with this unit of work; returns
+        whether the stream is held (then only the deletion worker may delete, after the
+        hold is released)."""
+        session.queue_deletions([(intent.region, intent.object_key)], self._clock.now())
+        return session.stream.legal_hold
 
     async def _intent(self, key: StreamKey, object_id: str) -> ObjectIntent:
         intent = await self._store.load_intent(key, object_id)

@@ -243,6 +243,15 @@ class WakeBus(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class ListedObject:
+    """A body as the object store lists it."""
+
+    key: str
+    modified_at: datetime
+    """When the body was written (timezone-aware UTC)."""
+
+
 class ObjectRegionUnavailable(LookupError):
     """This node has no object store for the region a body is pinned to."""
 
@@ -265,6 +274,11 @@ class ObjectStore(Protocol):
 
     async def delete(self, region: str, key: str) -> None:
         """Remove a body; removing an absent one is fine."""
+        ...
+
+    def list_objects(self, region: str, prefix: str = "") -> AsyncIterator[ListedObject]:
+        """Every complete body in `region` whose key starts with `prefix`, in no promised
+        order (a partial upload is never listed); for the orphan sweep."""
         ...
 
 

@@ -7,14 +7,17 @@ from dataclasses import dataclass
 from application.appending import Appender
 from application.consumers import Acknowledger
 from application.definitions import StreamDefinitions
+from application.deletion import BodyDeleter
 from application.delivery import InputDispatcher
 from application.following import Follower
 from application.lifecycle import StreamLifecycle
 from application.live import LivePublishing
 from application.node import NodeSettings
 from application.objects import Objects
+from application.orphans import OrphanSweeper
 from application.ports import (
     Clock,
+    DeletionOutbox,
     DeliveryOutbox,
     GapEvidence,
     ObjectStore,
@@ -24,6 +27,7 @@ from application.ports import (
     WorkflowWaitService,
 )
 from application.reading import RecordReading
+from application.reaping import IntentReaper
 from application.retention import RetentionPruner
 from domain.live_chunk import LiveSequencer
 
@@ -36,6 +40,7 @@ class Ports:
     objects: ObjectStore
     gaps: GapEvidence
     outbox: DeliveryOutbox
+    deletions: DeletionOutbox
     wait_service: WorkflowWaitService
     clock: Clock
 
@@ -52,6 +57,9 @@ class RunnelService:
     live: LivePublishing
     retention: RetentionPruner
     dispatcher: InputDispatcher
+    reaper: IntentReaper
+    deleter: BodyDeleter
+    orphans: OrphanSweeper
 
     @classmethod
     def build(cls, ports: Ports, node: NodeSettings, live_epoch: int) -> RunnelService:
@@ -66,7 +74,11 @@ class RunnelService:
             lifecycle=StreamLifecycle(ports.store, ports.objects, node),
             objects=Objects(ports.store, ports.objects, appender, ports.clock, node),
             live=live,
-            retention=RetentionPruner(ports.store, ports.reader, ports.objects, ports.clock),
+            retention=RetentionPruner(ports.store, ports.reader, ports.clock),
             dispatcher=InputDispatcher(ports.outbox, ports.reader, ports.wait_service,
                                        ports.clock, node),
+            reaper=IntentReaper(ports.store, ports.clock),
+            deleter=BodyDeleter(ports.deletions, ports.store, ports.objects, ports.clock,
+                                node),
+            orphans=OrphanSweeper(ports.store, ports.objects, ports.clock, node),
         )

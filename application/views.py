@@ -11,7 +11,8 @@ from domain.stream import Stream
 API_PREFIX = "/api/workflow-streams"
 
 
-def stream_view(stream: Stream) -> dict[str, Any]:
+def stream_view(stream: Stream, dead_letters: int = 0) -> dict[str, Any]:
+    """`dead_letters`: input records whose delivery gave up (see `InputDispatcher`)."""
     return {
         "run_id": stream.run_id,
         "stream_id": stream.stream_id,
@@ -23,6 +24,7 @@ def stream_view(stream: Stream) -> dict[str, Any]:
             "legal_hold": stream.legal_hold,
             "erased": stream.erased,
             "consumers": dict(stream.acks),
+            "dead_letters": dead_letters,
         },
         "created_at": stream.created_at.isoformat(),
     }

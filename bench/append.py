@@ -122,7 +122,8 @@ class Bench:
     def __init__(self, adapters: PostgresAdapters) -> None:
         ports = Ports(store=adapters.store, reader=adapters.reader, bus=adapters.bus,
                       objects=MemoryObjectStore(("local",)), gaps=adapters.gaps,
-                      outbox=adapters.outbox, wait_service=MemoryWorkflowWaitService(),
+                      outbox=adapters.outbox, deletions=adapters.deletions,
+                      wait_service=MemoryWorkflowWaitService(),
                       clock=SystemClock())
         self.adapters = adapters
         self.service = RunnelService.build(ports, NodeSettings(), live_epoch=1)

@@ -2,15 +2,20 @@
 
 from client.aio import AsyncRunnelClient
 from client.errors import BackpressureError, ResyncRequired, RunnelError
+from client.following import FollowState
 from client.live import LivePublisher
 from client.sync import RunnelClient
 from client.testing import InMemoryRunnel
+from client.wire import LiveEvent, Record
 
 __all__ = [
     "AsyncRunnelClient",
     "BackpressureError",
+    "FollowState",
     "InMemoryRunnel",
+    "LiveEvent",
     "LivePublisher",
+    "Record",
     "ResyncRequired",
     "RunnelClient",
     "RunnelError",

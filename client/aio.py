@@ -10,7 +10,7 @@ import httpx
 from httpx_sse import aconnect_sse
 
 from client.errors import BackpressureError, ResyncRequired
-from client.following import FollowState, StreamEnded, backoff
+from client.following import FollowState, StreamEnded, Unavailable, backoff
 from client.wire import LiveEvent, Record, checked, problem_of, records_body, run_path, stream_path
 
 ResyncHandler = Callable[[ResyncRequired], int]
@@ -92,6 +92,8 @@ class AsyncRunnelClient:
                                         headers=state.headers(), timeout=None) as source:
                     if source.response.status_code != 200:
                         await source.response.aread()
+                        if source.response.status_code >= 500:
+                            raise Unavailable
                         raise problem_of(source.response)
                     attempt = 0
                     async for event in source.aiter_sse():
@@ -104,8 +106,8 @@ class AsyncRunnelClient:
                 if on_resync is None:
                     raise
                 state.cursor = on_resync(resync)
-            except (httpx.TransportError, httpx.RemoteProtocolError):
-                pass
+            except (httpx.TransportError, Unavailable):
+                pass  # the server went away or is starting/stopping: reconnect
             attempt += 1
             state.reconnects += 1
             await asyncio.sleep(backoff(attempt))

@@ -19,6 +19,10 @@ class StreamEnded(Exception):
     """The stream was closed and every record was delivered."""
 
 
+class Unavailable(Exception):
+    """A 5xx answer to a subscription (a server starting or stopping): reconnect."""
+
+
 @dataclass
 class FollowState:
     cursor: int

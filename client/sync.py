@@ -10,7 +10,7 @@ import httpx
 from httpx_sse import connect_sse
 
 from client.errors import BackpressureError, ResyncRequired
-from client.following import FollowState, StreamEnded, backoff
+from client.following import FollowState, StreamEnded, Unavailable, backoff
 from client.wire import LiveEvent, Record, checked, problem_of, records_body, run_path, stream_path
 
 
@@ -73,6 +73,8 @@ class RunnelClient:
                                  headers=state.headers(), timeout=None) as source:
                     if source.response.status_code != 200:
                         source.response.read()
+                        if source.response.status_code >= 500:
+                            raise Unavailable
                         raise problem_of(source.response)
                     attempt = 0
                     for event in source.iter_sse():
@@ -85,8 +87,8 @@ class RunnelClient:
                 if on_resync is None:
                     raise
                 state.cursor = on_resync(resync)
-            except (httpx.TransportError, httpx.RemoteProtocolError):
-                pass
+            except (httpx.TransportError, Unavailable):
+                pass  # the server went away or is starting/stopping: reconnect
             attempt += 1
             state.reconnects += 1
             time.sleep(backoff(attempt))

@@ -2,8 +2,10 @@
 
 It keeps Runnel's promises that producer code relies on: dense sequences,
 idempotency keys that return the original sequence, closed streams refusing
-appends, exclusive cursors, acks that only advance. It does not model credit,
-retention, auth or placement.
+appends, exclusive cursors, acks that only advance, `best_effort` streams that
+store nothing (appends go to live followers, answered `{"accepted": n}`), live
+chunks reaching only the followers with `live=True` that are following when they
+are published. It does not model credit, retention, auth or placement.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import Any
 from client.errors import RunnelError
 from client.wire import LiveEvent, Record
 
+MAX_BATCH = 1000
+
 
 @dataclass
 class _Stream:
@@ -28,6 +32,23 @@ class _Stream:
     live: list[dict[str, Any]] = field(default_factory=list)
     closed: bool = False
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def best_effort(self) -> bool:
+        return self.definition.get("mode") == "best_effort"
+
+    def notify(self) -> None:
+        """Wake every follower: each waits on the event it saw before looking, so none
+        misses a change made while it was busy."""
+        changed, self.changed = self.changed, asyncio.Event()
+        changed.set()
+
+    def publish(self, chunks: list[Any], source: str | None, attempt: int | None,
+                first_index: int) -> None:
+        self.live.extend({"seq": len(self.live) + 1 + offset, "data": chunk, "source": source,
+                          "attempt": attempt, "index": first_index + offset}
+                         for offset, chunk in enumerate(chunks))
+        self.notify()
 
 
 def _refuse(status: int, code: str, detail: str) -> RunnelError:
@@ -64,6 +85,16 @@ class InMemoryRunnel:
         stream = self._stream(run_id, stream_id)
         if stream.closed:
             raise _refuse(409, "stream_closed", "stream is closed")
+        if not 0 < len(records) <= MAX_BATCH:
+            raise _refuse(422, "invalid_record", f"records must be 1-{MAX_BATCH} items")
+        for item in records:
+            if ("payload" in item) == ("data" in item):
+                raise _refuse(422, "invalid_record", "a record has a payload or data")
+        if stream.best_effort:
+            stream.publish([item["payload"] if "payload" in item else {
+                "content_type": item.get("content_type") or "application/octet-stream",
+                "data": item["data"]} for item in records], None, None, 0)
+            return {"accepted": len(records)}
         sequences = []
         for item in records:
             key = item.get("idempotency_key")
@@ -82,7 +113,7 @@ class InMemoryRunnel:
             if key is not None:
                 stream.receipts[key] = sequence
             sequences.append(sequence)
-        stream.changed.set()
+        stream.notify()
         return {"sequences": sequences, "head": len(stream.records)}
 
     async def read(self, run_id: str, stream_id: str, after: int = 0,
@@ -91,7 +122,8 @@ class InMemoryRunnel:
         if after > len(stream.records):
             raise _refuse(400, "future_cursor", "cursor beyond head")
         page = stream.records[after:after + limit]
-        return {"records": page, "next_cursor": page[-1].sequence if page else after,
+        return {"records": [_envelope(record) for record in page],
+                "next_cursor": page[-1].sequence if page else after,
                 "head": len(stream.records), "earliest": 1, "closed": stream.closed}
 
     async def ack(self, run_id: str, stream_id: str, consumer_id: str,
@@ -107,28 +139,54 @@ class InMemoryRunnel:
     async def close_stream(self, run_id: str, stream_id: str) -> dict[str, Any]:
         stream = self._stream(run_id, stream_id)
         stream.closed = True
-        stream.changed.set()
+        stream.notify()
         return {"closed": True, "head": len(stream.records)}
 
     async def publish_live(self, run_id: str, stream_id: str, chunks: list[Any],
                            source: str | None = None, attempt: int | None = None,
                            index: int | None = None) -> dict[str, Any]:
         stream = self._stream(run_id, stream_id)
-        first = index or 0
-        stream.live.extend({"source": source, "attempt": attempt, "index": first + offset,
-                            "data": chunk} for offset, chunk in enumerate(chunks))
+        if not 0 < len(chunks) <= MAX_BATCH:
+            raise _refuse(422, "invalid_record", f"chunks must be 1-{MAX_BATCH} items")
+        stream.publish(list(chunks), source, attempt, index or 0)
         return {"accepted": len(chunks)}
 
-    async def follow(self, run_id: str, stream_id: str, after: int = 0, *,
-                     live: bool = False) -> AsyncIterator[Record | LiveEvent]:
-        """Every record above `after`, then waits for more; ends once the stream is closed."""
+    async def get_stream(self, run_id: str, stream_id: str) -> dict[str, Any]:
         stream = self._stream(run_id, stream_id)
+        return {**stream.definition, "run_id": run_id,
+                "status": {"head": len(stream.records), "closed": stream.closed}}
+
+    async def follow(self, run_id: str, stream_id: str, after: int = 0, *,
+                     live: bool = False, **_: Any) -> AsyncIterator[Record | LiveEvent]:
+        """Every record above `after`, then waits for more; ends once the stream is closed.
+        With `live=True` (always for a `best_effort` stream) also the chunks published
+        while following, interleaved in the order they were published."""
+        stream = self._stream(run_id, stream_id)
+        if after > len(stream.records):
+            raise _refuse(400, "future_cursor", "cursor beyond head")
         cursor = after
+        seen_live = len(stream.live)
+        live = live or stream.best_effort
         while True:
-            stream.changed.clear()
-            for record in stream.records[cursor:]:
-                cursor = record.sequence
-                yield record
-            if stream.closed:
+            changed = stream.changed
+            while cursor < len(stream.records):
+                cursor += 1
+                yield stream.records[cursor - 1]
+            while live and seen_live < len(stream.live):
+                seen_live += 1
+                yield LiveEvent(stream.live[seen_live - 1])
+            if stream.closed and cursor == len(stream.records):
                 return
-            await stream.changed.wait()
+            if cursor == len(stream.records) and not (live and seen_live < len(stream.live)):
+                await changed.wait()
+
+
+def _envelope(record: Record) -> dict[str, Any]:
+    """A record as the server's read page carries it."""
+    body: dict[str, Any] = {"sequence": record.sequence, "content_type": record.content_type,
+                            "appended_at": record.appended_at}
+    if record.data is not None:
+        body["data"] = record.data
+    else:
+        body["payload"] = record.payload
+    return body

@@ -44,6 +44,16 @@ LIVE_STATES = frozenset({IntentState.PREPARED, IntentState.UPLOADED})
 WITH_BODY = frozenset({IntentState.UPLOADED, IntentState.COMMITTED})
 
 
+def parse_object_key(object_key: str) -> tuple[StreamKey, str] | None:
+    """The stream and object id a server-owned key names (`tenant/run/stream/object-id`,
+    as `ObjectIntent.prepare` derives it); None for a key of any other shape."""
+    parts = object_key.split("/")
+    if len(parts) != 4 or not all(parts):
+        return None
+    tenant, run_id, stream_id, object_id = parts
+    return StreamKey(tenant, run_id, stream_id), object_id
+
+
 @dataclass(frozen=True)
 class ObjectPins:
     """What the producer declares at prepare time."""

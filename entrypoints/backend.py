@@ -15,7 +15,15 @@ from dataclasses import dataclass
 
 from adapters.memory.bus import MemoryWakeBus
 from adapters.memory.store import MemoryDeliveryOutbox, MemoryStreamStore
-from application.ports import DeliveryOutbox, GapEvidence, RecordReader, StreamStore, WakeBus
+from application.ports import (
+    DeletionOutbox,
+    DeliveryOutbox,
+    GapEvidence,
+    RecordReader,
+    StreamStore,
+    WakeBus,
+    WorkflowWaitService,
+)
 from entrypoints.settings import Settings
 
 READY_TIMEOUT_SECONDS = 2.0
@@ -28,8 +36,11 @@ class Backend:
     gaps: GapEvidence
     bus: WakeBus
     outbox: DeliveryOutbox
+    deletions: DeletionOutbox
     probe: Callable[[], Awaitable[None]]
     """Raises when the store cannot serve (what `/readyz` asks)."""
+    notify: Callable[[str], WorkflowWaitService] | None = None
+    """A NOTIFY wait service on the given channel (Postgres backends only)."""
 
 
 async def _always_ready() -> None:
@@ -50,7 +61,7 @@ def memory_backend() -> Backend:
     outbox = MemoryDeliveryOutbox()
     store = MemoryStreamStore(bus, outbox)
     return Backend(store=store, reader=store, gaps=store, bus=bus, outbox=outbox,
-                   probe=_always_ready)
+                   deletions=store.deletions, probe=_always_ready)
 
 
 @asynccontextmanager
@@ -71,6 +82,7 @@ async def database_url(settings: Settings) -> AsyncIterator[str]:
 @asynccontextmanager
 async def _postgres_backend(dsn: str) -> AsyncIterator[Backend]:
     from adapters.postgres import open_postgres
+    from adapters.postgres.wait_notify import PostgresNotifyWaitService
 
     pg = await open_postgres(dsn, migrate=True, listen=True)
 
@@ -79,6 +91,7 @@ async def _postgres_backend(dsn: str) -> AsyncIterator[Backend]:
 
     try:
         yield Backend(store=pg.store, reader=pg.reader, gaps=pg.gaps, bus=pg.bus,
-                      outbox=pg.outbox, probe=probe)
+                      outbox=pg.outbox, deletions=pg.deletions, probe=probe,
+                      notify=lambda channel: PostgresNotifyWaitService(pg.pool, channel))
     finally:
         await pg.close()

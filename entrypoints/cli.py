@@ -1,4 +1,4 @@
-"""The `runnel` command: serve, migrate, token, version.
+"""The `runnel` command: serve, worker, migrate, token, tail, version.
 
 Configuration comes from `RUNNEL_*` environment variables (see
 `entrypoints.settings`); flags only choose what this invocation does.
@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
+import os
 import socket
 import sys
 from importlib.metadata import version
@@ -92,6 +93,13 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _worker(_: argparse.Namespace) -> int:
+    from entrypoints.worker_host import run
+
+    run(Settings())
+    return 0
+
+
 def _migrate(_: argparse.Namespace) -> int:
     settings = Settings()
     if settings.storage == "memory":
@@ -122,6 +130,15 @@ def _token(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tail(args: argparse.Namespace) -> int:
+    from entrypoints.tail import tail
+
+    if not args.token:
+        print("runnel tail: no token (--token or RUNNEL_TOKEN)", file=sys.stderr)
+        return 2
+    return tail(args.url, args.token, args.run, args.stream, args.after, args.live)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="runnel", description="Durable work-data streams for workflow runs.")
@@ -137,6 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--access-log", action="store_true", help="log every request")
     serve.set_defaults(handler=_serve)
 
+    commands.add_parser("worker", help="run only the background workers").set_defaults(
+        handler=_worker)
+
     commands.add_parser("migrate", help="apply database migrations").set_defaults(
         handler=_migrate)
 
@@ -148,6 +168,16 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--runs", help="comma-separated run ids the token is bound to")
     token.add_argument("--ttl", type=int, default=3600, help="seconds until expiry")
     token.set_defaults(handler=_token)
+
+    tail = commands.add_parser("tail", help="follow a stream in the terminal")
+    tail.add_argument("run")
+    tail.add_argument("stream")
+    tail.add_argument("--after", type=int, default=0, help="start after this sequence")
+    tail.add_argument("--live", action="store_true", help="also show live chunks")
+    tail.add_argument("--url", default="http://127.0.0.1:8080", help="the server's base URL")
+    tail.add_argument("--token", default=os.environ.get("RUNNEL_TOKEN"),
+                      help="bearer token (default: $RUNNEL_TOKEN)")
+    tail.set_defaults(handler=_tail)
     return parser
 
 

@@ -15,16 +15,21 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dependency_injector import containers, providers
 
 from adapters.clock import SystemClock
-from adapters.memory.objects import MemoryObjectStore
-from adapters.memory.workflow import MemoryWorkflowWaitService
 from application.node import NodeSettings
 from application.ports import Clock, ObjectStore, WorkflowWaitService
 from application.service import Ports, RunnelService
 from entrypoints.backend import Backend, open_backend
-from entrypoints.metering import CountingGapEvidence, CountingWakeBus, MeteredStreamStore
+from entrypoints.metering import (
+    CountingDeliveryOutbox,
+    CountingGapEvidence,
+    CountingWakeBus,
+    MeteredStreamStore,
+)
 from entrypoints.metrics import Metrics
+from entrypoints.object_stores import open_object_store
 from entrypoints.read_coalescing import CoalescingRecordReader
 from entrypoints.settings import Settings
+from entrypoints.wait_services import open_wait_service
 from entrypoints.workers import background_workers
 
 
@@ -36,7 +41,8 @@ def build_ports(backend: Backend, objects: ObjectStore, wait_service: WorkflowWa
         bus=CountingWakeBus(backend.bus, metrics),
         objects=objects,
         gaps=CountingGapEvidence(backend.gaps, metrics),
-        outbox=backend.outbox,
+        outbox=CountingDeliveryOutbox(backend.outbox, metrics),
+        deletions=backend.deletions,
         wait_service=wait_service,
         clock=clock,
     )
@@ -51,10 +57,6 @@ def live_epoch() -> int:
     return int(time.time() * 1000)
 
 
-def object_regions(settings: Settings) -> tuple[str, ...]:
-    return (settings.region,)
-
-
 class Container(containers.DeclarativeContainer):
     settings = providers.Dependency(instance_of=Settings)
     backend = providers.Dependency(instance_of=Backend)
@@ -63,10 +65,10 @@ class Container(containers.DeclarativeContainer):
     metrics = providers.Singleton(Metrics)
     clock = providers.Singleton(SystemClock)
     node = providers.Singleton(node_settings, settings)
-    # Objects and workflow delivery get their real adapters in their own issues.
-    object_store = providers.Singleton(MemoryObjectStore, providers.Callable(object_regions,
-                                                                             settings))
-    wait_service = providers.Singleton(MemoryWorkflowWaitService)
+    object_store = providers.Dependency(instance_of=object)
+    """Supplied by `running()` once the object store is open (see `open_object_store`)."""
+    wait_service = providers.Dependency(instance_of=object)
+    """Supplied by `running()` once the wait service is open (see `open_wait_service`)."""
     ports = providers.Singleton(build_ports, backend, object_store, wait_service, clock, metrics)
     service = providers.Singleton(RunnelService.build, ports=ports, node=node,
                                   live_epoch=providers.Callable(live_epoch))
@@ -77,7 +79,11 @@ async def running(container: Container) -> AsyncIterator[RunnelService]:
     settings: Settings = container.settings()
     async with AsyncExitStack() as stack:
         backend = await stack.enter_async_context(open_backend(settings))
+        objects = await stack.enter_async_context(open_object_store(settings))
+        wait_service = await stack.enter_async_context(open_wait_service(settings, backend))
         container.backend.override(providers.Object(backend))
+        container.object_store.override(providers.Object(objects))
+        container.wait_service.override(providers.Object(wait_service))
         stack.callback(_forget_backend, container)
         service: RunnelService = container.service()
         if settings.workers:
@@ -89,3 +95,5 @@ def _forget_backend(container: Container) -> None:
     container.service.reset()
     container.ports.reset()
     container.backend.reset_override()
+    container.object_store.reset_override()
+    container.wait_service.reset_override()

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from datetime import datetime
 
 from application.ports import (
+    Delivery,
+    DeliveryOutbox,
     GapEvidence,
     LiveChunk,
     StreamSession,
@@ -52,6 +55,14 @@ class MeteredStreamStore:
     async def list_run(self, run: RunKey) -> Sequence[Stream]:
         return await self._inner.list_run(run)
 
+    async def streams_with_retention(self, after: StreamKey | None,
+                                     limit: int) -> Sequence[StreamKey]:
+        return await self._inner.streams_with_retention(after, limit)
+
+    async def expired_intents(self, now: datetime,
+                              limit: int) -> Sequence[tuple[StreamKey, str]]:
+        return await self._inner.expired_intents(now, limit)
+
     async def load_intent(self, key: StreamKey, object_id: str) -> ObjectIntent | None:
         return await self._inner.load_intent(key, object_id)
 
@@ -89,6 +100,32 @@ class CountingWakeBus:
 
     async def publish_live(self, chunk: LiveChunk) -> None:
         await self._inner.publish_live(chunk)
+
+
+class CountingDeliveryOutbox:
+    """Counts dead letters as the dispatcher gives up on a row."""
+
+    def __init__(self, inner: DeliveryOutbox, metrics: Metrics) -> None:
+        self._inner = inner
+        self._metrics = metrics
+
+    async def claim(self, worker: str, now: datetime, lease_seconds: float,
+                    limit: int) -> Sequence[Delivery]:
+        return await self._inner.claim(worker, now, lease_seconds, limit)
+
+    async def complete(self, key: StreamKey, sequence: int) -> None:
+        await self._inner.complete(key, sequence)
+
+    async def retry(self, key: StreamKey, sequence: int, error: str,
+                    next_attempt_at: datetime) -> None:
+        await self._inner.retry(key, sequence, error, next_attempt_at)
+
+    async def dead_letter(self, key: StreamKey, sequence: int, error: str) -> None:
+        await self._inner.dead_letter(key, sequence, error)
+        self._metrics.dead_letters.inc()
+
+    async def dead_letters(self, key: StreamKey) -> Sequence[Delivery]:
+        return await self._inner.dead_letters(key)
 
 
 class CountingGapEvidence:

@@ -41,6 +41,9 @@ class Metrics:
         self.stalled = Counter("runnel_sse_stalled_disconnects",
                                "Subscribers disconnected for taking no frame within the stall "
                                "timeout", registry=r)
+        self.dead_letters = Counter("runnel_input_dead_letters",
+                                    "Input records whose delivery to the workflow gave up "
+                                    "(see each stream's status.dead_letters)", registry=r)
         self.latency = Histogram("runnel_http_request_duration_seconds",
                                  "Time from request to response headers, by route template",
                                  ["method", "route", "status"], buckets=LATENCY_BUCKETS,

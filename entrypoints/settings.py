@@ -13,12 +13,25 @@ import secrets
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from application.node import NodeSettings
 
 JWT_SECRET_FILE = "jwt-secret"
+
+
+class S3RegionSettings(BaseModel):
+    """One region's bucket in `RUNNEL_S3_REGIONS` (`{region: {bucket, endpoint_url, …}}`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    bucket: str = Field(min_length=3, max_length=63)
+    endpoint_url: str | None = None
+    access_key: str | None = None
+    secret_key: SecretStr | None = None
+    region_name: str = "us-east-1"
+    addressing_style: Literal["auto", "path", "virtual"] = "auto"
 
 
 class Settings(BaseSettings):
@@ -44,12 +57,50 @@ class Settings(BaseSettings):
     """Total request-header ceiling checked by the app (431); the HTTP parser refuses twice this."""
     workers: bool = True
     """Run the background workers in the API process (`runnel serve --no-workers` turns it off)."""
+    wait_service: Literal["memory", "webhook", "notify"] = "memory"
+    """Where input events go: `webhook` POSTs each to `webhook_url`; `notify` sends each as
+    a Postgres NOTIFY on `notify_channel`; `memory` keeps them in this process (tests)."""
+    webhook_url: str | None = None
+    notify_channel: str = Field("runnel_input_events", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
+    delivery_lease_seconds: float = Field(30.0, gt=0)
+    """How long a worker's claim on an outbox row lasts; a dead worker's rows are taken over
+    after it (keep it well above one delivery's duration)."""
+    delivery_max_attempts: int = Field(8, gt=0)
+    """Failed deliveries of one input record before it is dead-lettered."""
+    orphan_sweep_seconds: float = Field(3600.0, gt=0)
+    """How often the orphan sweep lists every object body (a full bucket listing)."""
+    orphan_grace_seconds: int = Field(3600, ge=0)
+    """A body younger than this is never swept (an upload may not be recorded yet)."""
+    object_store: Literal["fs", "s3", "memory"] | None = None
+    """Where object bodies go; unset → `s3` when `s3_regions` is given, `memory` with
+    `storage=memory`, else `fs` under `data_dir/objects`."""
+    s3_regions: dict[str, S3RegionSettings] = Field(default_factory=dict)
+    """JSON: one bucket per region, `{"eu": {"bucket": "…", "endpoint_url": "…", …}}`."""
+    object_regions: tuple[str, ...] = ()
+    """Regions the `fs`/`memory` store serves (JSON list); empty → the node's own region."""
+
+    def object_store_kind(self) -> Literal["fs", "s3", "memory"]:
+        if self.object_store is not None:
+            if self.object_store == "s3" and not self.s3_regions:
+                raise ValueError("RUNNEL_OBJECT_STORE=s3 needs RUNNEL_S3_REGIONS")
+            return self.object_store
+        if self.s3_regions:
+            return "s3"
+        return "memory" if self.storage == "memory" else "fs"
+
+    def object_store_regions(self) -> tuple[str, ...]:
+        if self.object_store_kind() == "s3":
+            return tuple(self.s3_regions)
+        return self.object_regions or (self.region,)
 
     def node(self) -> NodeSettings:
         return NodeSettings(
             region=self.region,
             keepalive_seconds=self.keepalive_seconds,
             max_subscriptions_per_principal=self.max_subscriptions_per_principal,
+            delivery_lease_seconds=self.delivery_lease_seconds,
+            delivery_max_attempts=self.delivery_max_attempts,
+            orphan_grace_seconds=self.orphan_grace_seconds,
         )
 
     def resolved_jwt_secret(self) -> str:

@@ -1,9 +1,15 @@
-"""Background workers hosted by a node (`runnel serve` runs them unless `--no-workers`).
+"""Background workers hosted by a node (`runnel serve` runs them unless `--no-workers`;
+`runnel worker` runs only them).
 
-Each worker is a loop that does one sweep every `RUNNEL_SWEEP_SECONDS`; a
-failing sweep is logged and retried on the next tick, never fatal. Work is
-claimed through the ports (leases in Postgres), so any number of nodes may run
-the same workers.
+Each worker is a loop that does one sweep every `RUNNEL_SWEEP_SECONDS` (the
+orphan sweep, a full listing of the object stores, every
+`RUNNEL_ORPHAN_SWEEP_SECONDS`); a sweep that filled its whole batch runs again at
+once (there is a backlog). A failing
+sweep is logged and retried on the next tick, never fatal; cancelling the loop
+(shutdown) stops it between or inside sweeps, and every sweep is safe to cut
+short (claims expire, units of work roll back). Work is claimed through the
+ports (leases and row locks in Postgres), so any number of nodes may run the
+same workers.
 """
 
 from __future__ import annotations
@@ -14,39 +20,74 @@ import os
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
 from application.service import RunnelService
 from entrypoints.settings import Settings
 
 log = logging.getLogger("runnel.workers")
 
+BATCH = 100
+"""Rows or intents one sweep takes; a sweep that handled this many runs again at once."""
+
+Sweep = Callable[[], Awaitable[int]]
+
 
 def worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-async def _every(seconds: float, name: str, sweep: Callable[[], Awaitable[object]]) -> None:
+@dataclass(frozen=True)
+class Worker:
+    name: str
+    sweep: Sweep
+    """One pass; returns how much it handled."""
+    batch: int | None
+    """A pass that handled this many runs again at once; None: the pass takes everything."""
+    seconds: float
+    """The pause between passes."""
+
+
+def workers(service: RunnelService, settings: Settings, me: str) -> tuple[Worker, ...]:
+    tick = settings.sweep_seconds
+    regions = settings.object_store_regions()
+    return (
+        Worker("input-dispatch", lambda: service.dispatcher.dispatch_once(me, BATCH), BATCH,
+               tick),
+        Worker("retention", service.retention.prune_all, None, tick),
+        Worker("intent-reaper", lambda: service.reaper.reap_once(BATCH), BATCH, tick),
+        Worker("body-deletion", lambda: service.deleter.delete_once(me, BATCH), BATCH, tick),
+        # Lists every body of every region: far less often than the other loops.
+        Worker("orphan-sweep", lambda: service.orphans.sweep(regions), None,
+               settings.orphan_sweep_seconds),
+    )
+
+
+async def every(worker: Worker) -> None:
+    """Run the worker's sweep forever: again at once after a full batch, else after its
+    pause; an error is logged and the loop goes on."""
     while True:
+        handled = 0
         try:
-            await sweep()
+            handled = await worker.sweep()
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("worker %s: sweep failed; retrying next tick", name)
-        await asyncio.sleep(seconds)
+            log.exception("worker %s: sweep failed; retrying next tick", worker.name)
+        backlog = worker.batch is not None and handled >= worker.batch
+        await asyncio.sleep(0 if backlog else worker.seconds)
 
 
 @asynccontextmanager
 async def background_workers(service: RunnelService, settings: Settings) -> AsyncIterator[None]:
     me = worker_id()
-    loops = {
-        "input-dispatch": lambda: service.dispatcher.dispatch_once(me),
-    }
-    tasks = [asyncio.create_task(_every(settings.sweep_seconds, name, sweep), name=name)
-             for name, sweep in loops.items()]
+    tasks = [asyncio.create_task(every(worker), name=worker.name)
+             for worker in workers(service, settings, me)]
+    log.info("workers started as %s: %s", me, ", ".join(task.get_name() for task in tasks))
     try:
         yield
     finally:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        log.info("workers stopped")

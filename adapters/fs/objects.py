@@ -28,11 +28,12 @@ import hashlib
 import os
 import secrets
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO, cast
 
 from adapters.object_verification import verified_chunks
-from application.ports import ObjectEvidence
+from application.ports import ListedObject, ObjectEvidence, ObjectRegionUnavailable
 
 READ_CHUNK = 64 * 1024
 _HASH_BLOCK = 1024 * 1024
@@ -69,7 +70,7 @@ class FilesystemObjectStore:
     def path_for(self, region: str, key: str) -> Path:
         """Where a body lives; refuses unknown regions and keys that would escape."""
         if self._regions is not None and region not in self._regions:
-            raise LookupError(f"no object store configured for region {region!r}")
+            raise ObjectRegionUnavailable(f"no object store configured for region {region!r}")
         if len(_safe_segments(region, "region")) != 1:
             raise UnsafeObjectKey(f"region {region!r} must be a single path segment")
         return self._root.joinpath(region, *_safe_segments(key, "object key"))
@@ -113,6 +114,31 @@ class FilesystemObjectStore:
     async def delete(self, region: str, key: str) -> None:
         path = self.path_for(region, key)
         await asyncio.to_thread(_remove, path)
+
+    async def list_objects(self, region: str, prefix: str = "") -> AsyncIterator[ListedObject]:
+        """Walks the region's directory; temporary files of uploads in flight (dot-named)
+        are not bodies and are never listed."""
+        root = self.path_for(region, "_").parent  # the region directory, region checked
+        for listed in await asyncio.to_thread(_walk, root, prefix):
+            yield listed
+
+
+def _walk(root: Path, prefix: str) -> list[ListedObject]:
+    found: list[ListedObject] = []
+    for directory, _, files in os.walk(root):
+        for name in files:
+            if name.startswith("."):
+                continue
+            path = Path(directory, name)
+            key = path.relative_to(root).as_posix()
+            if not key.startswith(prefix):
+                continue
+            try:
+                modified = path.stat().st_mtime
+            except FileNotFoundError:  # deleted while walking
+                continue
+            found.append(ListedObject(key, datetime.fromtimestamp(modified, UTC)))
+    return found
 
 
 def _make_directories(directory: Path) -> None:

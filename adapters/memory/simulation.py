@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from adapters.memory.bus import MemoryWakeBus
 from adapters.memory.clock import FakeClock
 from adapters.memory.objects import MemoryObjectStore
-from adapters.memory.store import MemoryDeliveryOutbox, MemoryStreamStore
+from adapters.memory.store import MemoryDeletionOutbox, MemoryDeliveryOutbox, MemoryStreamStore
 from adapters.memory.workflow import MemoryWorkflowWaitService
 from application.node import NodeSettings
 from application.ports import Clock
@@ -21,6 +21,7 @@ class Simulation:
     bus: MemoryWakeBus
     objects: MemoryObjectStore
     outbox: MemoryDeliveryOutbox
+    deletions: MemoryDeletionOutbox
     workflow: MemoryWorkflowWaitService
     clock: Clock
 
@@ -32,9 +33,10 @@ def simulation(node: NodeSettings | None = None, clock: Clock | None = None,
     bus = MemoryWakeBus()
     outbox = MemoryDeliveryOutbox()
     store = MemoryStreamStore(bus, outbox)
-    objects = MemoryObjectStore(regions)
+    objects = MemoryObjectStore(regions, clock)
     workflow = MemoryWorkflowWaitService()
     ports = Ports(store=store, reader=store, bus=bus, objects=objects, gaps=store,
-                  outbox=outbox, wait_service=workflow, clock=clock)
+                  outbox=outbox, deletions=store.deletions, wait_service=workflow,
+                  clock=clock)
     service = RunnelService.build(ports, node, live_epoch=1)
-    return Simulation(service, store, bus, objects, outbox, workflow, clock)
+    return Simulation(service, store, bus, objects, outbox, store.deletions, workflow, clock)

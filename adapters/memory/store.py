@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import copy
+import itertools
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
@@ -19,10 +20,10 @@ from typing import Any
 
 from adapters.fanout import carried_records
 from adapters.memory.bus import MemoryWakeBus
-from application.ports import Delivery, RecordPage, Removed, StoredRecord, Wake
+from application.ports import BodyDeletion, Delivery, RecordPage, Removed, StoredRecord, Wake
 from domain.errors import NotFound
 from domain.identifiers import RunKey, StreamKey
-from domain.object_intent import ObjectIntent
+from domain.object_intent import LIVE_STATES, ObjectIntent
 from domain.stream import Stream
 
 
@@ -45,6 +46,7 @@ class MemorySession:
         self.new_deliveries: list[int] = []
         self.saved_intents: dict[str, ObjectIntent] = {}
         self.remove_through = 0
+        self.new_deletions: list[tuple[str, str, datetime]] = []
 
     async def receipts(self, keys: Sequence[str]) -> Mapping[str, int]:
         return {key: self._data.receipts[key] for key in keys if key in self._data.receipts}
@@ -68,6 +70,9 @@ class MemorySession:
     def save_intent(self, intent: ObjectIntent) -> None:
         self.saved_intents[intent.object_id] = intent
 
+    def queue_deletions(self, bodies: Sequence[tuple[str, str]], not_before: datetime) -> None:
+        self.new_deletions.extend((region, key, not_before) for region, key in bodies)
+
     async def remove_records_through(self, sequence: int) -> Removed:
         self.remove_through = max(self.remove_through, sequence)
         doomed = [r for r in self._data.records if r.sequence <= sequence]
@@ -75,11 +80,14 @@ class MemorySession:
 
 
 class MemoryStreamStore:
-    """Implements `StreamStore`, `RecordReader` and `GapEvidence`."""
+    """Implements `StreamStore`, `RecordReader` and `GapEvidence`; `deletions` is the
+    deletion outbox its units of work fill (its own unless one is given)."""
 
-    def __init__(self, bus: MemoryWakeBus, outbox: MemoryDeliveryOutbox | None = None) -> None:
+    def __init__(self, bus: MemoryWakeBus, outbox: MemoryDeliveryOutbox | None = None,
+                 deletions: MemoryDeletionOutbox | None = None) -> None:
         self._bus = bus
         self._outbox = outbox
+        self.deletions = deletions if deletions is not None else MemoryDeletionOutbox()
         self._streams: dict[StreamKey, _StreamData] = {}
         self._erased_runs: set[RunKey] = set()
         self.gaps: list[tuple[StreamKey, int, int]] = []
@@ -118,6 +126,7 @@ class MemoryStreamStore:
             data.intents[object_id] = intent
         if self._outbox is not None:
             self._outbox.enqueue(data.stream.key, session.new_deliveries)
+        self.deletions.enqueue(data.stream.key, session.new_deletions)
         stream = data.stream
         self._bus.publish_wake(Wake(stream.key, stream.head, stream.closed,
                                     carried_records(tuple(session.new_records))))
@@ -129,6 +138,21 @@ class MemoryStreamStore:
     async def list_run(self, run: RunKey) -> Sequence[Stream]:
         return [copy.deepcopy(data.stream) for key, data in sorted(self._streams.items())
                 if key.run == run]
+
+    async def streams_with_retention(self, after: StreamKey | None,
+                                     limit: int) -> Sequence[StreamKey]:
+        keys = [key for key, data in sorted(self._streams.items())
+                if (after is None or key > after) and _prunable(data.stream)]
+        return keys[:max(0, limit)]
+
+    async def expired_intents(self, now: datetime,
+                              limit: int) -> Sequence[tuple[StreamKey, str]]:
+        expired = sorted(
+            (intent.expires_at, key, object_id)
+            for key, data in self._streams.items() if not data.stream.legal_hold
+            for object_id, intent in data.intents.items()
+            if intent.current_state in LIVE_STATES and intent.expires_at <= now)
+        return [(key, object_id) for _, key, object_id in expired[:max(0, limit)]]
 
     async def load_intent(self, key: StreamKey, object_id: str) -> ObjectIntent | None:
         data = self._streams.get(key)
@@ -171,6 +195,12 @@ class MemoryStreamStore:
 
     async def record_gap(self, key: StreamKey, expected: int, received: int) -> None:
         self.gaps.append((key, expected, received))
+
+
+def _prunable(stream: Stream) -> bool:
+    pins = stream.definition.retention
+    has_pin = pins.max_age_seconds is not None or pins.max_records is not None
+    return has_pin and not stream.legal_hold and not stream.erased
 
 
 @dataclass
@@ -232,3 +262,61 @@ class MemoryDeliveryOutbox:
 
     def pending(self) -> int:
         return sum(1 for row in self._rows.values() if not row.done and not row.delivery.dead)
+
+
+@dataclass
+class _DeletionRow:
+    deletion: BodyDeletion
+    not_before: datetime
+    lease_until: datetime | None = None
+
+
+class MemoryDeletionOutbox:
+    """Implements `DeletionOutbox`; rows arrive from the store's commits (one per body)."""
+
+    def __init__(self) -> None:
+        self._rows: dict[str, _DeletionRow] = {}
+        self._bodies: dict[tuple[str, str], str] = {}
+        self._ids = itertools.count(1)
+
+    def enqueue(self, key: StreamKey | None,
+                bodies: Sequence[tuple[str, str, datetime]]) -> None:
+        for region, object_key, not_before in bodies:
+            if (region, object_key) in self._bodies:
+                continue
+            deletion_id = str(next(self._ids))
+            self._bodies[(region, object_key)] = deletion_id
+            self._rows[deletion_id] = _DeletionRow(
+                BodyDeletion(deletion_id, key, region, object_key), not_before)
+
+    async def claim(self, worker: str, now: datetime, lease_seconds: float,
+                    limit: int) -> Sequence[BodyDeletion]:
+        claimed: list[BodyDeletion] = []
+        for row in sorted(self._rows.values(),
+                          key=lambda r: (r.not_before, int(r.deletion.id))):
+            if len(claimed) >= limit:
+                break
+            if row.not_before > now or (row.lease_until is not None and row.lease_until > now):
+                continue
+            row.lease_until = now + timedelta(seconds=lease_seconds)
+            claimed.append(row.deletion)
+        return claimed
+
+    async def complete(self, deletion_id: str) -> None:
+        row = self._rows.pop(deletion_id, None)
+        if row is not None:
+            self._bodies.pop((row.deletion.region, row.deletion.object_key), None)
+
+    async def postpone(self, deletion_id: str, next_attempt_at: datetime,
+                       error: str | None = None) -> None:
+        row = self._rows[deletion_id]
+        if error is not None:
+            row.deletion = replace(row.deletion, attempts=row.deletion.attempts + 1,
+                                   last_error=error)
+        row.not_before = next_attempt_at
+        row.lease_until = None
+
+    def queued(self) -> list[tuple[str, str]]:
+        """(region, object key) of every row still queued, in queue order."""
+        return [(row.deletion.region, row.deletion.object_key)
+                for row in sorted(self._rows.values(), key=lambda r: int(r.deletion.id))]

@@ -13,6 +13,7 @@ import asyncpg
 
 from adapters.postgres.bus import ListenSettings, PostgresWakeBus
 from adapters.postgres.codec import AggregateCodec
+from adapters.postgres.deletions import PostgresDeletionOutbox
 from adapters.postgres.gaps import PostgresGapEvidence
 from adapters.postgres.group_commit import GroupCommitter
 from adapters.postgres.migrations import migrate
@@ -40,6 +41,7 @@ class PostgresAdapters:
     gaps: PostgresGapEvidence
     bus: PostgresWakeBus
     outbox: PostgresDeliveryOutbox
+    deletions: PostgresDeletionOutbox
     pool: asyncpg.Pool
 
     async def close(self) -> None:
@@ -82,6 +84,7 @@ async def open_postgres(dsn: str, *, migrate: bool = True, listen: bool = True,
         gaps=PostgresGapEvidence(pool),
         bus=bus,
         outbox=PostgresDeliveryOutbox(pool),
+        deletions=PostgresDeletionOutbox(pool),
         pool=pool,
     )
     try:

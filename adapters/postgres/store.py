@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
+from datetime import datetime
 from uuid import UUID
 
 import asyncpg
@@ -52,6 +53,25 @@ WHERE tenant = $1 AND run_id = $2 ORDER BY stream_id
 
 _LOAD_INTENT = """
 SELECT id, version, snapshot_topic, snapshot FROM object_intents WHERE id = $1 AND stream = $2
+"""
+
+# Keyset paging in the "C" collation, so the order is Python's `StreamKey` order.
+_WITH_RETENTION = """
+SELECT tenant, run_id, stream_id FROM streams
+WHERE NOT legal_hold AND NOT erased
+  AND (definition->'retention'->>'max_age_seconds' IS NOT NULL
+       OR definition->'retention'->>'max_records' IS NOT NULL)
+  AND ($1::text IS NULL OR (tenant, run_id, stream_id) > ($1, $2, $3))
+ORDER BY tenant, run_id, stream_id
+LIMIT $4
+"""
+
+_EXPIRED_INTENTS = """
+SELECT s.tenant, s.run_id, s.stream_id, i.id FROM object_intents AS i
+JOIN streams AS s ON s.id = i.stream
+WHERE i.state IN ('prepared', 'uploaded') AND i.expires_at <= $1 AND NOT s.legal_hold
+ORDER BY i.expires_at, s.tenant, s.run_id, s.stream_id, i.id
+LIMIT $2
 """
 
 _MARK_ERASED = """
@@ -99,6 +119,22 @@ class PostgresStreamStore:
         rows = await self._pool.fetch(_LIST_RUN, run.tenant, run.run_id)
         return [self._codec.load(Stream, row["id"], row["version"], row["snapshot_topic"],
                                  row["snapshot"]) for row in rows]
+
+    async def streams_with_retention(self, after: StreamKey | None,
+                                     limit: int) -> Sequence[StreamKey]:
+        if limit <= 0:
+            return []
+        bound = (after.tenant, after.run_id, after.stream_id) if after else (None, None, None)
+        rows = await self._pool.fetch(_WITH_RETENTION, *bound, limit)
+        return [StreamKey(row["tenant"], row["run_id"], row["stream_id"]) for row in rows]
+
+    async def expired_intents(self, now: datetime,
+                              limit: int) -> Sequence[tuple[StreamKey, str]]:
+        if limit <= 0:
+            return []
+        rows = await self._pool.fetch(_EXPIRED_INTENTS, now, limit)
+        return [(StreamKey(row["tenant"], row["run_id"], row["stream_id"]), str(row["id"]))
+                for row in rows]
 
     async def load_intent(self, key: StreamKey, object_id: str) -> ObjectIntent | None:
         try:

@@ -7,7 +7,8 @@ units of work staged for it. Each unit of work gets a `PostgresSession` on it.
 Rules:
 - a session works directly on the group's aggregate; on a clean exit its
   events and staged rows are accepted into the group, in the order the memory
-  store commits them (events, removal, records, receipts, intents, deliveries);
+  store commits them (events, removal, records, receipts, intents, deliveries,
+  queued body deletions);
 - a session that raises is rejected: its staged rows are dropped and, if it
   changed the aggregate, the aggregate is rebuilt from the loaded snapshot plus
   the events of the sessions accepted before it;
@@ -20,6 +21,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -81,6 +83,7 @@ class LockedStream:
     records: list[StoredRecord] = field(default_factory=list)
     receipts: dict[str, int] = field(default_factory=dict)
     deliveries: list[int] = field(default_factory=list)
+    deletions: list[tuple[str, str, datetime]] = field(default_factory=list)
     intents: dict[str, ObjectIntent] = field(default_factory=dict)
     intent_events: list[Any] = field(default_factory=list)
     payload_texts: dict[int, str | None] = field(default_factory=dict)
@@ -106,6 +109,7 @@ class PostgresSession:
         self.new_records: list[StoredRecord] = []
         self.payload_texts: dict[int, str | None] = {}
         self.new_deliveries: list[int] = []
+        self.new_deletions: list[tuple[str, str, datetime]] = []
         self.saved_intents: dict[str, ObjectIntent] = {}
         self.remove_through = 0
         self._locked = locked
@@ -162,6 +166,9 @@ class PostgresSession:
     def save_intent(self, intent: ObjectIntent) -> None:
         self.saved_intents[intent.object_id] = intent
 
+    def queue_deletions(self, bodies: Sequence[tuple[str, str]], not_before: datetime) -> None:
+        self.new_deletions.extend((region, key, not_before) for region, key in bodies)
+
     async def remove_records_through(self, sequence: int) -> Removed:
         """Counts what goes: committed rows not yet removed in this group, plus rows
         accepted earlier in this group; the deletion itself is written at flush."""
@@ -193,8 +200,9 @@ def accept(locked: LockedStream, session: PostgresSession) -> None:
         locked.intent_events.extend(intent.collect_events())
         locked.intents[object_id] = intent
     locked.deliveries.extend(session.new_deliveries)
+    locked.deletions.extend(session.new_deletions)
     if (events or session.remove_through or session.new_records or session.saved_intents
-            or session.new_deliveries):
+            or session.new_deliveries or session.new_deletions):
         locked.changed = True
 
 
@@ -222,6 +230,10 @@ class GroupWrites:
     receipt_sequences: list[int] = field(default_factory=list)
     delivery_streams: list[UUID] = field(default_factory=list)
     delivery_sequences: list[int] = field(default_factory=list)
+    deletion_streams: list[UUID] = field(default_factory=list)
+    deletion_regions: list[str] = field(default_factory=list)
+    deletion_keys: list[str] = field(default_factory=list)
+    deletion_not_before: list[datetime] = field(default_factory=list)
     intent_ids: list[UUID] = field(default_factory=list)
     intent_streams: list[UUID] = field(default_factory=list)
     intent_keys: list[str] = field(default_factory=list)
@@ -272,6 +284,11 @@ class GroupWrites:
             self.receipt_sequences.append(sequence)
         self.delivery_streams.extend([locked.id] * len(locked.deliveries))
         self.delivery_sequences.extend(locked.deliveries)
+        for region, object_key, not_before in locked.deletions:
+            self.deletion_streams.append(locked.id)
+            self.deletion_regions.append(region)
+            self.deletion_keys.append(object_key)
+            self.deletion_not_before.append(not_before)
         for intent in locked.intents.values():
             self._add_intent(locked.id, intent, codec)
         if locked.delete_through:
@@ -361,6 +378,11 @@ _PARTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     SELECT * FROM unnest({}::uuid[], {}::int8[])
     ON CONFLICT DO NOTHING""",
      ("delivery_streams", "delivery_sequences")),
+    ("queued_deletions", """
+    INSERT INTO deletion_outbox (stream, region, object_key, not_before)
+    SELECT * FROM unnest({}::uuid[], {}::text[], {}::text[], {}::timestamptz[])
+    ON CONFLICT (region, object_key) DO NOTHING""",
+     ("deletion_streams", "deletion_regions", "deletion_keys", "deletion_not_before")),
     ("saved_intents", """
     INSERT INTO object_intents (id, stream, idempotency_key, state, region, object_key,
                                 expires_at, sequence, version, snapshot_topic, snapshot)

@@ -21,7 +21,7 @@ from adapters.s3.upload import (
     put_multipart,
     put_single,
 )
-from application.ports import ObjectEvidence
+from application.ports import ListedObject, ObjectEvidence, ObjectRegionUnavailable
 
 DOWNLOAD_CHUNK = 64 * 1024
 _MISSING_CODES = frozenset({"404", "NoSuchKey", "NotFound"})
@@ -99,7 +99,7 @@ class S3ObjectStore:
 
     def _target(self, region: str) -> tuple[Any, str]:
         if region not in self._configs:
-            raise LookupError(f"no object store configured for region {region!r}")
+            raise ObjectRegionUnavailable(f"no object store configured for region {region!r}")
         if self._exit_stack is None:
             raise RuntimeError("S3ObjectStore is not started; use `async with` or start()")
         return self._clients[region], self._configs[region].bucket
@@ -176,3 +176,11 @@ class S3ObjectStore:
         client, bucket = self._target(region)
         # S3 answers 204 for an absent key too, which is what the port wants.
         await client.delete_object(Bucket=bucket, Key=key)
+
+    async def list_objects(self, region: str, prefix: str = "") -> AsyncIterator[ListedObject]:
+        """Pages through ListObjectsV2 (multipart uploads in flight are not objects yet)."""
+        client, bucket = self._target(region)
+        paginator = client.get_paginator("list_objects_v2")
+        async for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
+            for entry in page.get("Contents", ()):
+                yield ListedObject(entry["Key"], entry["LastModified"])

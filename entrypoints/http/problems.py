@@ -28,6 +28,7 @@ from litestar.exceptions import (
 )
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 
+from application.ports import ObjectRegionUnavailable
 from domain import errors as e
 
 log = logging.getLogger("runnel.http")
@@ -83,6 +84,8 @@ PROBLEMS: dict[type[Exception], tuple[int, str]] = {
     # The node and the framework.
     HeadersTooLarge: (431, "headers_too_large"),
     NotReady: (503, "not_ready"),
+    # The stream pins its bodies to a region this node has no object store for.
+    ObjectRegionUnavailable: (503, "object_region_unavailable"),
     ValidationException: (400, "invalid_request"),
     SerializationException: (400, "invalid_body"),
     NotAuthorizedException: (401, "unauthenticated"),
@@ -136,7 +139,7 @@ def _detail(exc: BaseException, status: int) -> str:
         return exc.detail
     if isinstance(exc, HTTPException):
         return str(exc.detail)
-    if isinstance(exc, HeadersTooLarge | NotReady):
+    if isinstance(exc, HeadersTooLarge | NotReady | ObjectRegionUnavailable):
         return str(exc)
     if isinstance(exc, RecursionError):
         return "the JSON is nested too deeply"

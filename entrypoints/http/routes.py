@@ -13,8 +13,18 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.openapi.datastructures import ResponseSpec
 
 from application.views import API_PREFIX
+from domain.records import OBJECT_MAX_BYTES
 from entrypoints.http.auth import Authenticator
-from entrypoints.http.handlers import consumers, lifecycle, operations, records, streams
+from entrypoints.http.handlers import (
+    consumers,
+    lifecycle,
+    live,
+    objects,
+    operations,
+    records,
+    streams,
+    viewer,
+)
 from entrypoints.http.handlers.subscribe import subscribe
 from entrypoints.http.problems import PROBLEM_MEDIA_TYPE
 from entrypoints.http.sse import release_on_exit
@@ -22,6 +32,8 @@ from entrypoints.settings import Settings
 
 RUN = "/runs/{run_id:str}"
 STREAM = RUN + "/streams/{stream_id:str}"
+OBJECTS = STREAM + "/objects"
+OBJECT = OBJECTS + "/{object_id:str}"
 SECURITY: list[dict[str, list[str]]] = [{"BearerToken": []}]
 
 
@@ -61,6 +73,10 @@ def api_router(settings: Settings, auth: Authenticator) -> Router:
              summary="Append records (batch)", tags=["records"],
              responses=problems(400, 403, 404, 409, 410, 413, 421, 422, 429))(
                  records.append_records),
+        post(STREAM + "/live", status_code=202,
+             request_max_body_size=settings.max_append_body_bytes,
+             summary="Publish best-effort live chunks (stored nowhere)", tags=["records"],
+             responses=problems(400, 403, 404, 410, 413, 421, 422))(live.publish_live),
         get(STREAM + "/records", summary="Read records above a cursor", tags=["records"],
             responses=problems(400, 403, 404, 410))(
             records.read_records),
@@ -82,6 +98,7 @@ def api_router(settings: Settings, auth: Authenticator) -> Router:
         put(STREAM + "/legal-hold", request_max_body_size=small,
             summary="Place or lift a legal hold", tags=["streams"],
             responses=problems(400, 403, 404))(lifecycle.set_legal_hold),
+        *object_handlers(settings),
         delete(RUN, status_code=200, summary="Erase a run", tags=["runs"],
                responses=problems(400, 403))(
             lifecycle.erase_run),
@@ -90,11 +107,40 @@ def api_router(settings: Settings, auth: Authenticator) -> Router:
                   dependencies={"principal": Provide(auth.from_header, sync_to_thread=False)})
 
 
+def object_handlers(settings: Settings) -> list[HTTPRouteHandler]:
+    """SPEC §7 and §12. Only the upload takes a large body (up to 32 MiB, streamed)."""
+    small = settings.max_body_bytes
+    return [
+        post(OBJECTS, status_code=201, request_max_body_size=small,
+             summary="Prepare an object upload", tags=["objects"],
+             responses=problems(400, 403, 404, 409, 410, 413, 421, 422))(
+                 objects.prepare_object),
+        put(OBJECT + "/body", status_code=200, request_max_body_size=OBJECT_MAX_BYTES,
+            summary="Upload an object body (raw bytes, streamed)", tags=["objects"],
+            responses=problems(400, 403, 404, 409, 410, 413, 421, 422, 503))(
+                objects.upload_object),
+        post(OBJECT + "/commit", status_code=201, request_max_body_size=small,
+             summary="Commit an uploaded object as a record", tags=["objects"],
+             responses=problems(400, 403, 404, 409, 410, 421, 429, 503))(
+                 objects.commit_object),
+        post(OBJECT + "/abort", status_code=200, request_max_body_size=small,
+             summary="Abort an object upload", tags=["objects"],
+             responses=problems(400, 403, 404, 409, 421, 503))(objects.abort_object),
+        get(OBJECT, summary="Read an object's state", tags=["objects"],
+            responses=problems(400, 403, 404))(objects.get_object),
+        get(OBJECT + "/body", summary="Download a committed object body (its pinned content "
+            "type)", tags=["objects"], responses=problems(400, 403, 404, 503))(
+                objects.download_object),
+    ]
+
+
 def operation_handlers() -> list[Any]:
     return [
         get("/healthz", summary="Liveness", tags=["operations"])(operations.healthz),
         get("/readyz", summary="Readiness (the store answers)", tags=["operations"])(
             operations.readyz),
+        get("/", summary="The web viewer", tags=["operations"], media_type="text/html",
+            include_in_schema=False)(viewer.viewer),
         get("/metrics", summary="Prometheus metrics", tags=["operations"],
             media_type="text/plain")(operations.metrics_text),
     ]

@@ -81,7 +81,7 @@ def quiet_simulation(node: NodeSettings) -> QuietSimulation:
     store = MemoryStreamStore(MemoryWakeBus(), MemoryDeliveryOutbox())
     reader_bus = MemoryWakeBus()
     ports = Ports(store=store, reader=store, bus=reader_bus, objects=MemoryObjectStore(),
-                  gaps=store, outbox=MemoryDeliveryOutbox(),
+                  gaps=store, outbox=MemoryDeliveryOutbox(), deletions=store.deletions,
                   wait_service=MemoryWorkflowWaitService(), clock=FakeClock())
     return QuietSimulation(RunnelService.build(ports, node, live_epoch=1), store, reader_bus)
 

@@ -38,7 +38,8 @@ async def test_history_is_backfilled_in_pages_of_at_most_256() -> None:
     store = PageCountingStore(bus)
     service = RunnelService.build(Ports(
         store=store, reader=store, bus=bus, objects=MemoryObjectStore(), gaps=store,
-        outbox=MemoryDeliveryOutbox(), wait_service=MemoryWorkflowWaitService(),
+        outbox=MemoryDeliveryOutbox(), deletions=store.deletions,
+        wait_service=MemoryWorkflowWaitService(),
         clock=FakeClock()), NodeSettings(), live_epoch=1)
     await service.definitions.create(ALICE, RUN, definition())
     await service.appender.append(ALICE, RUN, "s", [{"payload": n} for n in range(600)])

@@ -3,8 +3,9 @@
 from adapters.memory.simulation import Simulation, simulation
 from application.delivery import backoff_seconds
 from application.node import NodeSettings
+from application.views import stream_view
 from domain.identifiers import input_event_id
-from tests.application.support import RUN, append_numbers, fake_clock, key, make_stream
+from tests.application.support import ALICE, RUN, append_numbers, fake_clock, key, make_stream
 
 
 async def input_stream(node: NodeSettings | None = None, records: int = 2) -> Simulation:
@@ -82,3 +83,17 @@ async def test_a_record_pruned_before_delivery_is_dead_lettered() -> None:
     assert await sim.service.dispatcher.dispatch_once("w") == 1
     [dead] = await sim.outbox.dead_letters(key())
     assert dead.sequence == 1
+
+
+async def test_the_stream_status_counts_dead_letters() -> None:
+    sim = await input_stream(NodeSettings(delivery_max_attempts=1), records=2)
+    stream = await sim.service.definitions.get(ALICE, RUN, "s")
+    assert stream_view(stream, await sim.service.dispatcher.dead_letter_count(stream))[
+        "status"]["dead_letters"] == 0
+    sim.workflow.fail_next(1)
+    assert await sim.service.dispatcher.dispatch_once("w") == 1
+    assert await sim.service.dispatcher.dead_letter_count(stream) == 1
+    assert stream_view(stream, 1)["status"]["dead_letters"] == 1
+    await make_stream(sim, "out")
+    output = await sim.service.definitions.get(ALICE, RUN, "out")
+    assert await sim.service.dispatcher.dead_letter_count(output) == 0

@@ -1,10 +1,13 @@
-"""Retention prunes by count and by age, never under legal hold, and deletes pruned bodies."""
+"""Retention prunes by count and by age, never under legal hold, and queues pruned bodies
+for deletion."""
 
 import pytest
 
 from adapters.memory.simulation import Simulation, simulation
 from application.ports import Removed
 from domain.errors import CursorPruned
+from domain.identifiers import StreamKey
+from domain.stream import Stream
 from tests.application.support import (
     ADMIN,
     ALICE,
@@ -73,7 +76,7 @@ async def test_nothing_is_pruned_while_the_stream_is_held() -> None:
     assert await sim.service.retention.prune(key()) == Removed(3)
 
 
-async def test_pruned_object_records_lose_their_bodies() -> None:
+async def test_pruned_object_records_queue_their_bodies_for_the_deletion_worker() -> None:
     sim = simulation()
     await make_stream(sim, retention={"max_records": 1})
     intent, _ = await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(b"body"))
@@ -84,7 +87,11 @@ async def test_pruned_object_records_lose_their_bodies() -> None:
     removed = await sim.service.retention.prune(key())
     assert removed.records == 1 and [ref.object_id for ref in removed.objects] == [
         intent.object_id]
+    assert sim.deletions.queued() == [("local", intent.object_key)]
+    assert sim.objects.keys("local") == [intent.object_key]  # until the worker runs
+    assert await sim.service.deleter.delete_once("w") == 1
     assert sim.objects.keys("local") == []
+    assert sim.deletions.queued() == []
 
 
 async def test_a_pruned_cursor_answers_resync_and_receipts_outlive_their_records() -> None:
@@ -98,3 +105,42 @@ async def test_a_pruned_cursor_answers_resync_and_receipts_outlive_their_records
     again = await sim.service.appender.append(ALICE, RUN, "s",
                                               [{"payload": 1, "idempotency_key": "k"}])
     assert (again.sequences, again.stored) == ((1,), 0)
+
+
+async def test_prune_all_prunes_every_pinned_stream_that_is_not_held() -> None:
+    sim = simulation()
+    for stream_id in ("a", "b", "c"):
+        await make_stream(sim, stream_id, retention={"max_records": 1})
+        await append_numbers(sim, 1, 3, stream_id)
+    await make_stream(sim, "unpinned")
+    await append_numbers(sim, 1, 3, "unpinned")
+    await sim.service.lifecycle.set_legal_hold(ADMIN, RUN, "c", True, "audit")
+    assert await sim.service.retention.prune_all(page_size=1) == 4
+    assert await retained(sim, "a") == [3]
+    assert await retained(sim, "b") == [3]
+    assert await retained(sim, "c") == [1, 2, 3]
+    assert await retained(sim, "unpinned") == [1, 2, 3]
+    assert await sim.service.retention.prune_all() == 0
+    await sim.service.lifecycle.set_legal_hold(ADMIN, RUN, "c", False, None)
+    assert await sim.service.retention.prune_all() == 2
+    assert await retained(sim, "c") == [3]
+
+
+async def test_a_stream_that_fails_to_prune_does_not_stop_the_others() -> None:
+    sim = simulation()
+    for stream_id in ("a", "b"):
+        await make_stream(sim, stream_id, retention={"max_records": 1})
+        await append_numbers(sim, 1, 2, stream_id)
+    real_load = sim.store.load
+
+    async def broken_load(stream_key: StreamKey) -> Stream | None:
+        if stream_key == key("a"):
+            raise ConnectionError("stream a unreadable")
+        return await real_load(stream_key)
+
+    sim.store.load = broken_load  # type: ignore[method-assign]
+    with pytest.raises(ExceptionGroup) as failed:
+        await sim.service.retention.prune_all()
+    assert [type(error) for error in failed.value.exceptions] == [ConnectionError]
+    assert await retained(sim, "b") == [2]
+    assert await retained(sim, "a") == [1, 2]

@@ -6,7 +6,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from application.ports import DeliveryOutbox, GapEvidence, RecordReader, StreamStore, WakeBus
+from application.ports import (
+    DeletionOutbox,
+    DeliveryOutbox,
+    GapEvidence,
+    RecordReader,
+    StreamStore,
+    WakeBus,
+)
 from domain.identifiers import StreamKey
 
 
@@ -18,6 +25,7 @@ class StorageHarness:
     bus: WakeBus
     outbox: DeliveryOutbox
     gap_reader: Callable[[StreamKey], Awaitable[list[tuple[int, int]]]]
+    deletions: DeletionOutbox
 
     async def recorded_gaps(self, key: StreamKey) -> list[tuple[int, int]]:
         """(expected, received) pairs recorded for `key`, oldest first."""

@@ -101,3 +101,25 @@ class ObjectStoreContract:
             await object_store.put(elsewhere, new_object_key(), chunked(b"x"), 1, digest(b"x"))
         with pytest.raises(LookupError):
             await object_store.stat(elsewhere, new_object_key())
+
+    async def test_list_objects_lists_complete_bodies_under_a_prefix(
+            self, object_store: ObjectStore, region: str) -> None:
+        prefix = f"tenant-{uuid4().hex[:8]}/run/"
+        kept = [f"{prefix}a/{uuid4()}", f"{prefix}b/{uuid4()}"]
+        for key in kept:
+            await object_store.put(region, key, chunked(b"body"), 4, digest(b"body"))
+        with pytest.raises(DigestMismatch):
+            await object_store.put(region, f"{prefix}c/{uuid4()}", chunked(b"evil"), 4,
+                                   digest(b"body"))
+        elsewhere = f"other-{uuid4().hex[:8]}/run/s/{uuid4()}"
+        await object_store.put(region, elsewhere, chunked(b"x"), 1, digest(b"x"))
+        listed = [entry async for entry in object_store.list_objects(region, prefix)]
+        assert sorted(entry.key for entry in listed) == sorted(kept)
+        assert all(entry.modified_at.tzinfo is not None for entry in listed)
+        await object_store.delete(region, kept[0])
+        after = [entry.key async for entry in object_store.list_objects(region, prefix)]
+        assert after == [kept[1]]
+        everything = {entry.key async for entry in object_store.list_objects(region)}
+        assert {kept[1], elsewhere} <= everything
+        with pytest.raises(LookupError):
+            _ = [entry async for entry in object_store.list_objects(f"nowhere-{uuid4().hex}")]

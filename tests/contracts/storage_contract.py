@@ -17,7 +17,14 @@ from uuid import uuid4
 
 import pytest
 
-from application.ports import Delivery, LiveChunk, StoredRecord, Wake, WakeSubscription
+from application.ports import (
+    BodyDeletion,
+    Delivery,
+    LiveChunk,
+    StoredRecord,
+    Wake,
+    WakeSubscription,
+)
 from domain.definition import build_definition
 from domain.errors import NotFound
 from domain.identifiers import StreamKey
@@ -80,12 +87,12 @@ async def payloads(harness: StorageHarness, key: StreamKey, after: int = 0) -> l
     return [record.payload for record in page.records]
 
 
-def new_intent(key: StreamKey, idempotency_key: str = "o1", body: bytes = b"0123456789"
-               ) -> ObjectIntent:
+def new_intent(key: StreamKey, idempotency_key: str = "o1", body: bytes = b"0123456789",
+               expires_at: datetime = NOW + timedelta(hours=1)) -> ObjectIntent:
     pins = ObjectPins(idempotency_key, hashlib.sha256(body).hexdigest(), len(body),
                       "application/pdf")
     receipt = AuthorizationReceipt("alice", ("streams:read", "streams:write"), "token-1")
-    return ObjectIntent.prepare(key, pins, receipt, NOW + timedelta(hours=1), "local")
+    return ObjectIntent.prepare(key, pins, receipt, expires_at, "local")
 
 
 async def next_wake(subscription: WakeSubscription) -> Wake:
@@ -96,6 +103,11 @@ async def next_wake(subscription: WakeSubscription) -> Wake:
 
 def ours(deliveries: Sequence[Delivery], key: StreamKey) -> list[Delivery]:
     return sorted((d for d in deliveries if d.stream == key), key=lambda d: d.sequence)
+
+
+def our_bodies(deletions: Sequence[BodyDeletion], key: StreamKey) -> list[BodyDeletion]:
+    """This test's rows, in claim order (the outbox is shared by every test of a suite)."""
+    return [d for d in deletions if d.stream == key]
 
 
 class StorageContract:
@@ -190,6 +202,7 @@ class StorageContract:
                 session.add_records(stored(plan))
                 session.add_deliveries([3])
                 session.save_intent(new_intent(key))
+                session.queue_deletions([("local", f"{key.tenant}/never")], NOW)
                 session.stream.prune(2)
                 await session.remove_records_through(2)
                 session.stream.close()
@@ -203,6 +216,7 @@ class StorageContract:
             assert list(await session.intents()) == []
         assert await harness.store.load_intent(key, new_intent(key).object_id) is None
         assert ours(await harness.outbox.claim("w", NOW, LEASE, 1000), key) == []
+        assert our_bodies(await harness.deletions.claim("w", NOW, LEASE, 1000), key) == []
         assert await append(harness, key, [{"payload": 2}]) == (3,)
 
     async def test_records_round_trip_exactly(self, harness: StorageHarness) -> None:
@@ -333,6 +347,78 @@ class StorageContract:
         other = StreamKey(key.tenant, key.run_id, "other")
         await created(harness, other)
         assert await harness.store.load_intent(other, first.object_id) is None
+
+    async def test_streams_with_retention_lists_pinned_unheld_streams_by_key(
+            self, harness: StorageHarness) -> None:
+        key = new_key()
+        tenant, run = key.tenant, key.run_id
+
+        def named(stream_id: str) -> StreamKey:
+            return StreamKey(tenant, run, stream_id)
+
+        await created(harness, named("a-count"), retention={"max_records": 5})
+        await created(harness, named("b-age"), retention={"max_age_seconds": 60})
+        await created(harness, named("c-none"))
+        await created(harness, named("d-held"), retention={"max_records": 5})
+        await created(harness, named("e-erased"), retention={"max_records": 5})
+        await created(harness, named("f-both"), retention={"max_records": 1,
+                                                            "max_age_seconds": 1})
+        async with harness.store.lock(named("d-held")) as session:
+            session.stream.set_legal_hold(True, "audit")
+        async with harness.store.lock(named("e-erased")) as session:
+            session.stream.erase()
+        start = StreamKey(tenant, "", "")
+
+        async def listed(after: StreamKey, limit: int) -> list[StreamKey]:
+            keys = await harness.store.streams_with_retention(after, limit)
+            assert list(keys) == sorted(keys)
+            return [k for k in keys if k.tenant == tenant]
+
+        assert await listed(start, 100) == [named("a-count"), named("b-age"), named("f-both")]
+        assert await listed(start, 1) == [named("a-count")]
+        assert await listed(named("a-count"), 100) == [named("b-age"), named("f-both")]
+        assert await listed(named("f-both"), 100) == []
+        assert await harness.store.streams_with_retention(start, 0) == []
+        async with harness.store.lock(named("d-held")) as session:
+            session.stream.set_legal_hold(False, None)
+        assert named("d-held") in await listed(start, 100)
+        everything = await harness.store.streams_with_retention(None, 10_000)
+        assert named("a-count") in everything
+
+    async def test_expired_intents_lists_live_intents_past_their_deadline(
+            self, harness: StorageHarness) -> None:
+        # Deadlines long before NOW, so only this test's intents are due at `cutoff`.
+        cutoff = datetime(1980, 1, 1, tzinfo=UTC)
+        key = await created(harness)
+        held = await created(harness, StreamKey(key.tenant, key.run_id, "held"))
+        later = new_intent(key, "later", expires_at=cutoff - timedelta(seconds=1))
+        earlier = new_intent(key, "earlier", expires_at=cutoff - timedelta(seconds=2))
+        uploaded = new_intent(key, "uploaded", expires_at=cutoff - timedelta(seconds=3))
+        uploaded.record_upload(uploaded.size, uploaded.sha256)
+        on_time = new_intent(key, "on-time", expires_at=cutoff + timedelta(seconds=1))
+        committed = new_intent(key, "committed", expires_at=cutoff - timedelta(seconds=4))
+        committed.record_upload(committed.size, committed.sha256)
+        committed.commit(1)
+        aborted = new_intent(key, "aborted", expires_at=cutoff - timedelta(seconds=5))
+        aborted.abort()
+        async with harness.store.lock(key) as session:
+            for intent in (later, earlier, uploaded, on_time, committed, aborted):
+                session.save_intent(intent)
+        async with harness.store.lock(held) as session:
+            session.stream.set_legal_hold(True, "audit")
+            session.save_intent(new_intent(held, "held", expires_at=cutoff - timedelta(hours=1)))
+        due = await harness.store.expired_intents(cutoff, 100)
+        assert list(due) == [(key, uploaded.object_id), (key, earlier.object_id),
+                             (key, later.object_id)]
+        assert list(await harness.store.expired_intents(cutoff, 1)) == [
+            (key, uploaded.object_id)]
+        assert await harness.store.expired_intents(cutoff - timedelta(days=1), 100) == []
+        async with harness.store.lock(key) as session:
+            intent = await session.intent(uploaded.object_id)
+            assert intent is not None and intent.expire(cutoff)
+            session.save_intent(intent)
+        assert list(await harness.store.expired_intents(cutoff, 100)) == [
+            (key, earlier.object_id), (key, later.object_id)]
 
     async def test_runs_are_marked_erased(self, harness: StorageHarness) -> None:
         key = await created(harness)
@@ -482,6 +568,56 @@ class StorageContract:
         [row] = ours(await harness.outbox.claim("w2", retry_at, LEASE, 1000), key)
         assert (row.sequence, row.attempts, row.last_error, row.claimed_by) == (
             1, 1, "ConnectionError: down", "w2")
+
+    # -- deletion outbox ---------------------------------------------------
+
+    async def queued_bodies(self, harness: StorageHarness) -> tuple[StreamKey, list[str]]:
+        key = await created(harness)
+        bodies = [f"{key.tenant}/b{n}" for n in range(3)]
+        async with harness.store.lock(key) as session:
+            session.queue_deletions([("local", bodies[0]), ("local", bodies[1])], NOW)
+            session.queue_deletions([("local", bodies[0])], NOW)  # already queued: once
+        async with harness.store.lock(key) as session:
+            session.queue_deletions([("local", bodies[2]), ("local", bodies[1])],
+                                    NOW + timedelta(seconds=1))
+        return key, bodies
+
+    async def test_queued_deletions_are_claimed_with_a_lease_once_per_body(
+            self, harness: StorageHarness) -> None:
+        key, bodies = await self.queued_bodies(harness)
+        claimed = our_bodies(await harness.deletions.claim("w1", NOW, LEASE, 1000), key)
+        assert [(d.region, d.object_key, d.attempts, d.last_error) for d in claimed] == [
+            ("local", bodies[0], 0, None), ("local", bodies[1], 0, None)]
+        assert len({d.id for d in claimed}) == 2
+        soon = NOW + timedelta(seconds=1)
+        due = our_bodies(await harness.deletions.claim("w2", soon, LEASE, 1000), key)
+        assert [d.object_key for d in due] == [bodies[2]]
+        during = NOW + timedelta(seconds=LEASE - 1)
+        assert our_bodies(await harness.deletions.claim("w2", during, LEASE, 1000), key) == []
+        after = NOW + timedelta(seconds=LEASE + 2)
+        taken_over = our_bodies(await harness.deletions.claim("w2", after, LEASE, 1000), key)
+        assert [d.object_key for d in taken_over] == bodies
+        assert [d.id for d in taken_over[:2]] == [d.id for d in claimed]
+
+    async def test_completed_deletions_are_gone_and_postponed_ones_wait(
+            self, harness: StorageHarness) -> None:
+        key, bodies = await self.queued_bodies(harness)
+        soon = NOW + timedelta(seconds=1)
+        first, second, third = our_bodies(await harness.deletions.claim("w", soon, LEASE, 9), key)
+        await harness.deletions.complete(first.id)
+        held_until = NOW + timedelta(hours=1)
+        await harness.deletions.postpone(second.id, held_until)
+        await harness.deletions.postpone(third.id, held_until, "ConnectionError: down")
+        before = held_until - timedelta(seconds=1)
+        assert our_bodies(await harness.deletions.claim("w", before, LEASE, 1000), key) == []
+        again = our_bodies(await harness.deletions.claim("w", held_until, LEASE, 1000), key)
+        assert [(d.object_key, d.attempts, d.last_error) for d in again] == [
+            (bodies[1], 0, None), (bodies[2], 1, "ConnectionError: down")]
+        async with harness.store.lock(key) as session:  # a completed body may be queued anew
+            session.queue_deletions([("local", bodies[0])], held_until)
+        later = held_until + timedelta(seconds=LEASE + 1)
+        last = our_bodies(await harness.deletions.claim("w", later, LEASE, 1000), key)
+        assert [d.object_key for d in last] == [bodies[1], bodies[2], bodies[0]]
 
     async def test_dead_letters_stay_visible_and_are_never_claimed(
             self, harness: StorageHarness) -> None:

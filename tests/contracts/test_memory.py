@@ -23,7 +23,7 @@ class TestMemoryStorage(StorageContract):
                     if gap_key == key]
 
         return StorageHarness(store=store, reader=store, gaps=store, bus=bus, outbox=outbox,
-                              gap_reader=gap_reader)
+                              gap_reader=gap_reader, deletions=store.deletions)
 
 
 class TestMemoryObjects(ObjectStoreContract):

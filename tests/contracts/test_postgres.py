@@ -29,6 +29,6 @@ class TestPostgresStorage(StorageContract):
         try:
             yield StorageHarness(store=adapters.store, reader=adapters.reader,
                                  gaps=adapters.gaps, bus=adapters.bus, outbox=adapters.outbox,
-                                 gap_reader=gap_reader)
+                                 gap_reader=gap_reader, deletions=adapters.deletions)
         finally:
             await adapters.close()

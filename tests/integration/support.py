@@ -29,7 +29,8 @@ def service_on(adapters: PostgresAdapters, node: NodeSettings | None = None) -> 
     """The whole application on Postgres adapters (objects and the workflow in memory)."""
     ports = Ports(store=adapters.store, reader=adapters.reader, bus=adapters.bus,
                   objects=MemoryObjectStore(("local",)), gaps=adapters.gaps,
-                  outbox=adapters.outbox, wait_service=MemoryWorkflowWaitService(),
+                  outbox=adapters.outbox, deletions=adapters.deletions,
+                  wait_service=MemoryWorkflowWaitService(),
                   clock=SystemClock())
     return RunnelService.build(ports, node or NodeSettings(), live_epoch=os.getpid())
 

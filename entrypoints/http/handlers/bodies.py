@@ -29,3 +29,26 @@ class AckBody(msgspec.Struct, forbid_unknown_fields=True):
 class LegalHoldBody(msgspec.Struct, forbid_unknown_fields=True):
     held: bool
     reason: str | None = None
+
+
+class LiveBody(msgspec.Struct, forbid_unknown_fields=True):
+    """`chunks`: 1–1000 JSON values, sent to the readers connected now and stored nowhere;
+    optional `source` (1–128 chars), `attempt` (≥ 1) and `index` (of the first chunk;
+    the rest count up from it, default 0)."""
+
+    chunks: list[Any]
+    source: str | None = None
+    attempt: int | None = None
+    index: Sequence | None = None
+
+
+class PrepareObjectBody(msgspec.Struct, forbid_unknown_fields=True):
+    """What the producer declares about a body before uploading it (SPEC §7): its
+    `sha256` (64 lowercase hex), `size` in bytes (at most 32 MiB), `content_type`,
+    optional `schema`; `idempotency_key` names the intent (same key → same intent)."""
+
+    idempotency_key: str
+    sha256: str
+    size: Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
+    content_type: str
+    schema: str | None = None

@@ -28,13 +28,18 @@ async def append_records(
     """Append 1–1000 records in one transaction: consecutive sequences for all, or none.
     A record whose `idempotency_key` was used before gets its original sequence and stores
     nothing: 201 when anything was stored, 200 when every record was a duplicate.
-    429 `backpressure` (with `Retry-After`) when the unread ceiling is full."""
+    429 `backpressure` (with `Retry-After`) when the unread ceiling is full.
+    A `best_effort` stream stores nothing: its records go out as live chunks,
+    202 `{"accepted": n}`."""
     check_record_depth(data.records)
     try:
         result = await service.appender.append(principal, run_id, stream_id, data.records)
     except Backpressure:
         metrics.backpressure.inc()
         raise
+    if result.published:
+        metrics.appends.labels(outcome="published").inc()
+        return Response({"accepted": result.published}, status_code=202)
     metrics.appends.labels(outcome="duplicate" if result.all_duplicates else "stored").inc()
     return Response({"sequences": list(result.sequences), "head": result.head},
                     status_code=200 if result.all_duplicates else 201)

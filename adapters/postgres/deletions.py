@@ -1,0 +1,78 @@
+"""The deletion outbox: object bodies to delete, claimed with a lease.
+
+Rules (same as the memory outbox):
+- rows are written by units of work (`queue_deletions`), in the transaction of
+  the change that made the body unneeded, one row per body;
+- a row is claimable when `not_before` is due and no live lease covers it;
+  claiming sets `claimed_by` and `lease_until` (`FOR UPDATE SKIP LOCKED`, so
+  several workers never wait on or share a row); a dead worker's rows come back
+  when its lease expires;
+- completing removes the row; postponing releases the claim until a later time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from application.ports import BodyDeletion
+from domain.identifiers import StreamKey
+
+_CLAIM = """
+WITH due AS (
+    SELECT d.id, s.tenant, s.run_id, s.stream_id FROM deletion_outbox AS d
+    LEFT JOIN streams AS s ON s.id = d.stream
+    WHERE d.not_before <= $2 AND (d.lease_until IS NULL OR d.lease_until <= $2)
+    ORDER BY d.not_before, d.id
+    LIMIT $4
+    FOR UPDATE OF d SKIP LOCKED
+)
+UPDATE deletion_outbox AS d
+SET claimed_by = $1, lease_until = $2 + make_interval(secs => $3)
+FROM due
+WHERE d.id = due.id
+RETURNING d.id, due.tenant, due.run_id, due.stream_id, d.region, d.object_key, d.attempts,
+          d.last_error, d.not_before
+"""
+
+_COMPLETE = "DELETE FROM deletion_outbox WHERE id = $1"
+
+_POSTPONE = """
+UPDATE deletion_outbox
+SET not_before = $2, claimed_by = NULL, lease_until = NULL,
+    attempts = attempts + CASE WHEN $3::text IS NULL THEN 0 ELSE 1 END,
+    last_error = coalesce($3, last_error)
+WHERE id = $1
+"""
+
+
+def _deletion(row: Mapping[str, Any]) -> BodyDeletion:
+    stream = (StreamKey(row["tenant"], row["run_id"], row["stream_id"])
+              if row["tenant"] is not None else None)
+    return BodyDeletion(str(row["id"]), stream, row["region"], row["object_key"],
+                        row["attempts"], row["last_error"])
+
+
+class PostgresDeletionOutbox:
+    """Implements `DeletionOutbox`."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    async def claim(self, worker: str, now: datetime, lease_seconds: float,
+                    limit: int) -> Sequence[BodyDeletion]:
+        if limit <= 0:
+            return []
+        rows = await self._pool.fetch(_CLAIM, worker, now, float(lease_seconds), limit)
+        ordered = sorted(rows, key=lambda row: (row["not_before"], row["id"]))
+        return [_deletion(row) for row in ordered]
+
+    async def complete(self, deletion_id: str) -> None:
+        await self._pool.execute(_COMPLETE, int(deletion_id))
+
+    async def postpone(self, deletion_id: str, next_attempt_at: datetime,
+                       error: str | None = None) -> None:
+        await self._pool.execute(_POSTPONE, int(deletion_id), next_attempt_at, error)

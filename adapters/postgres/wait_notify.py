@@ -1,0 +1,47 @@
+"""The NOTIFY `WorkflowWaitService`: each input event becomes one `pg_notify` on a channel.
+
+Rules:
+- the payload is the event as JSON; when it would exceed what NOTIFY carries
+  (8000 bytes) the `record` is left out and `record_omitted` is true (the
+  listener reads the record by run, stream and sequence);
+- the event counts as delivered once the NOTIFY committed. Postgres delivers
+  it only to sessions LISTENing at that moment: this adapter suits a workflow
+  engine that listens continuously and deduplicates by `event_id`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import asyncpg
+
+from application.ports import InputEvent
+
+MAX_PAYLOAD_BYTES = 7900
+"""Below Postgres's 8000-byte NOTIFY limit, with room to spare."""
+DEFAULT_CHANNEL = "runnel_input_events"
+
+
+def notify_payload(event: InputEvent) -> str:
+    body: dict[str, Any] = {"event_id": event.event_id, "run_id": event.run_id,
+                            "stream_id": event.stream_id, "sequence": event.sequence,
+                            "record": dict(event.record)}
+    text = json.dumps(body, separators=(",", ":"))
+    if len(text.encode()) <= MAX_PAYLOAD_BYTES:
+        return text
+    del body["record"]
+    body["record_omitted"] = True
+    return json.dumps(body, separators=(",", ":"))
+
+
+class PostgresNotifyWaitService:
+    """Implements `WorkflowWaitService` on the adapters' pool."""
+
+    def __init__(self, pool: asyncpg.Pool, channel: str = DEFAULT_CHANNEL) -> None:
+        self._pool = pool
+        self._channel = channel
+
+    async def publish(self, event: InputEvent) -> None:
+        await self._pool.execute("SELECT pg_notify($1, $2)", self._channel,
+                                 notify_payload(event))

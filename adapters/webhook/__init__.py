@@ -1,0 +1,5 @@
+"""`WorkflowWaitService` over HTTP: each input event is POSTed to the workflow's webhook."""
+
+from adapters.webhook.wait_service import WebhookRejected, WebhookWaitService
+
+__all__ = ["WebhookRejected", "WebhookWaitService"]

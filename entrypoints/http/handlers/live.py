@@ -1,0 +1,28 @@
+"""Publish best-effort live chunks on a stream's side channel (SPEC §9)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Response
+from litestar.di import NamedDependency
+from litestar.params import FromPath, JSONBody
+
+from application.service import RunnelService
+from domain.principal import Principal
+from entrypoints.http.handlers.bodies import LiveBody
+
+
+async def publish_live(
+    run_id: FromPath[str],
+    stream_id: FromPath[str],
+    data: JSONBody[LiveBody],
+    principal: NamedDependency[Principal],
+    service: NamedDependency[RunnelService],
+) -> Response[dict[str, Any]]:
+    """202 `{"accepted": n}`: the chunks went to whoever follows with `?live=true` now.
+    Nothing is stored; with no reader they are dropped; a chunk over 7000 serialized
+    bytes arrives as `{"_truncated": true, "bytes": N}`. Readers never slow this down."""
+    accepted = await service.live.publish(principal, run_id, stream_id, data.chunks,
+                                          data.source, data.attempt, data.index or 0)
+    return Response({"accepted": accepted}, status_code=202)

@@ -1,0 +1,136 @@
+"""The deletion worker removes queued bodies, postpones them while the stream is held, and
+retries store failures with backoff."""
+
+from collections.abc import AsyncIterable, AsyncIterator
+
+from adapters.memory.objects import MemoryObjectStore
+from adapters.memory.simulation import Simulation, simulation
+from application.deletion import HOLD_RECHECK_SECONDS, BodyDeleter, deletion_backoff_seconds
+from application.node import NodeSettings
+from application.ports import ObjectEvidence
+from domain.object_intent import ObjectIntent
+from tests.application.support import (
+    ADMIN,
+    ALICE,
+    RUN,
+    append_numbers,
+    body_of,
+    fake_clock,
+    key,
+    make_stream,
+    object_pins,
+)
+
+
+async def pruned_object(sim: Simulation) -> ObjectIntent:
+    """A committed object whose record retention removed: its body is queued for deletion."""
+    await make_stream(sim, retention={"max_records": 1})
+    intent, _ = await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(b"body"))
+    await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(b"body"))
+    await sim.service.objects.commit(ALICE, RUN, "s", intent.object_id)
+    await append_numbers(sim, 1, 1)
+    await sim.service.retention.prune(key())
+    assert sim.deletions.queued() == [("local", intent.object_key)]
+    return intent
+
+
+class FlakyObjectStore:
+    """Deletes fail `failures` times, then reach the real store."""
+
+    def __init__(self, inner: MemoryObjectStore, failures: int) -> None:
+        self._inner = inner
+        self.failures = failures
+
+    async def put(self, region: str, key: str, body: AsyncIterable[bytes], size: int,
+                  sha256: str) -> ObjectEvidence:
+        return await self._inner.put(region, key, body, size, sha256)
+
+    async def stat(self, region: str, key: str) -> ObjectEvidence | None:
+        return await self._inner.stat(region, key)
+
+    def open(self, region: str, key: str) -> AsyncIterator[bytes]:
+        return self._inner.open(region, key)
+
+    async def delete(self, region: str, key: str) -> None:
+        if self.failures > 0:
+            self.failures -= 1
+            raise ConnectionError("object store unavailable")
+        await self._inner.delete(region, key)
+
+
+async def test_a_body_of_a_held_stream_waits_until_the_hold_is_released() -> None:
+    sim = simulation()
+    clock = fake_clock(sim)
+    intent = await pruned_object(sim)
+    await sim.service.lifecycle.set_legal_hold(ADMIN, RUN, "s", True, "audit")
+    assert await sim.service.deleter.delete_once("w") == 0
+    clock.advance(HOLD_RECHECK_SECONDS)
+    assert await sim.service.deleter.delete_once("w") == 0
+    assert sim.objects.keys("local") == [intent.object_key]
+    assert sim.deletions.queued() == [("local", intent.object_key)]
+    await sim.service.lifecycle.set_legal_hold(ADMIN, RUN, "s", False, None)
+    assert await sim.service.deleter.delete_once("w") == 0  # not due before the recheck
+    clock.advance(HOLD_RECHECK_SECONDS)
+    assert await sim.service.deleter.delete_once("w") == 1
+    assert sim.objects.keys("local") == []
+    assert sim.deletions.queued() == []
+
+
+async def test_a_failed_delete_is_retried_with_backoff_and_never_dropped() -> None:
+    sim = simulation()
+    clock = fake_clock(sim)
+    intent = await pruned_object(sim)
+    flaky = FlakyObjectStore(sim.objects, failures=2)
+    deleter = BodyDeleter(sim.deletions, sim.store, flaky, clock, NodeSettings())
+    assert await deleter.delete_once("w") == 0
+    assert await deleter.delete_once("w") == 0  # backing off: not even tried
+    assert flaky.failures == 1
+    clock.advance(deletion_backoff_seconds(1))
+    assert await deleter.delete_once("w") == 0
+    clock.advance(deletion_backoff_seconds(1))
+    assert await deleter.delete_once("w") == 0  # the backoff grew
+    clock.advance(deletion_backoff_seconds(2))
+    assert await deleter.delete_once("w") == 1
+    assert sim.objects.keys("local") == [] and sim.deletions.queued() == []
+    assert intent.object_key not in sim.objects.keys("local")
+
+
+async def test_a_claimed_deletion_is_taken_over_only_after_its_lease() -> None:
+    sim = simulation()
+    clock = fake_clock(sim)
+    await pruned_object(sim)
+    lease = NodeSettings().delivery_lease_seconds
+    claimed = await sim.deletions.claim("dead-worker", clock.now(), lease, 10)
+    assert len(claimed) == 1 and claimed[0].stream == key()
+    assert await sim.service.deleter.delete_once("w") == 0
+    clock.advance(lease)
+    assert await sim.service.deleter.delete_once("w") == 1
+    assert sim.objects.keys("local") == []
+
+
+async def test_abort_under_legal_hold_keeps_the_body_until_the_hold_is_released() -> None:
+    sim = simulation()
+    clock = fake_clock(sim)
+    await make_stream(sim)
+    intent, _ = await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(b"body"))
+    await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(b"body"))
+    await sim.service.lifecycle.set_legal_hold(ADMIN, RUN, "s", True, "audit")
+    await sim.service.objects.abort(ALICE, RUN, "s", intent.object_id)
+    assert sim.objects.keys("local") == [intent.object_key]
+    assert await sim.service.deleter.delete_once("w") == 0
+    await sim.service.lifecycle.set_legal_hold(ADMIN, RUN, "s", False, None)
+    clock.advance(HOLD_RECHECK_SECONDS)
+    assert await sim.service.deleter.delete_once("w") == 1
+    assert sim.objects.keys("local") == []
+
+
+async def test_abort_deletes_at_once_and_leaves_a_row_that_survives_a_crash() -> None:
+    sim = simulation()
+    await make_stream(sim)
+    intent, _ = await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(b"body"))
+    await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(b"body"))
+    await sim.service.objects.abort(ALICE, RUN, "s", intent.object_id)
+    assert sim.objects.keys("local") == []
+    assert sim.deletions.queued() == [("local", intent.object_key)]
+    assert await sim.service.deleter.delete_once("w") == 1  # absent already: fine
+    assert sim.deletions.queued() == []
