@@ -26,7 +26,7 @@ import contextlib
 import logging
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -212,19 +212,14 @@ class PostgresWakeBus:
             connection.terminate()
 
     def _on_wake(self, _connection: Any, _pid: int, _channel: str, payload: str) -> None:
-        self.stats.notifications += 1
-        try:
-            origin, channel_key, body = split_payload(payload)
-            if origin == self.origin:
-                return
-            key = StreamKey.from_channel_key(channel_key)
-            if self.hub.has_readers(key):
-                self.hub.deliver_wake(decode_wake(key, body))
-        except Exception:  # a malformed payload must not kill the listener
-            self.stats.undecodable += 1
-            log.exception("undecodable wake payload")
+        self._dispatch(payload, lambda key, body: self.hub.deliver_wake(decode_wake(key, body)))
 
     def _on_live(self, _connection: Any, _pid: int, _channel: str, payload: str) -> None:
+        self._dispatch(payload, lambda key, body: self.hub.deliver_live(decode_live(key, body)))
+
+    def _dispatch(self, payload: str, deliver: Callable[[StreamKey, str], None]) -> None:
+        """Hand a notification to this process's readers of its stream; our own were
+        already delivered straight after commit, and nobody listening costs no decode."""
         self.stats.notifications += 1
         try:
             origin, channel_key, body = split_payload(payload)
@@ -232,10 +227,10 @@ class PostgresWakeBus:
                 return
             key = StreamKey.from_channel_key(channel_key)
             if self.hub.has_readers(key):
-                self.hub.deliver_live(decode_live(key, body))
-        except Exception:
+                deliver(key, body)
+        except Exception:  # a malformed payload must not kill the listener
             self.stats.undecodable += 1
-            log.exception("undecodable live payload")
+            log.exception("undecodable notification payload")
 
     # -- sending live chunks ---------------------------------------------
 
