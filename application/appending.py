@@ -79,12 +79,12 @@ class Appender:
         return await self.append_drafts(key, drafts)
 
     async def append_drafts(self, key: StreamKey, drafts: Sequence[Draft]) -> AppendResult:
-        async with self._store.lock(key) as session:
-            return await self.append_in(session, drafts)
+        return await self._store.transact(key, lambda session: self.append_in(session, drafts))
 
     async def append_in(self, session: StreamSession, drafts: Sequence[Draft]) -> AppendResult:
         """Append validated drafts inside a unit of work the caller holds (object commit
-        stages its intent in the same transaction)."""
+        stages its intent in the same transaction). Acts on the session only, so a
+        store may run it again (`StreamStore.transact`)."""
         keys = [draft.idempotency_key for draft in drafts if draft.idempotency_key]
         receipts = await session.receipts(keys) if keys else {}
         plan = session.stream.plan_append(drafts, receipts)

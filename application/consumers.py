@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from application.access import stream_for_reading, stream_key
 from application.node import NodeSettings
-from application.ports import StreamStore
+from application.ports import StreamSession, StreamStore
 from domain.identifiers import validate_id
 from domain.principal import Principal
 
@@ -30,6 +30,11 @@ class Acknowledger:
         validate_id(consumer_id, "consumer_id")
         key = stream_key(principal, run_id, stream_id)
         await stream_for_reading(self._store, principal, key, self._node.region, content=False)
-        async with self._store.lock(key) as session:
-            session.stream.ack(consumer_id, sequence, principal.sub)
-            return AckResult(consumer_id, session.stream.acks[consumer_id])
+        return await self._store.transact(key, lambda session: _ack(
+            session, consumer_id, sequence, principal.sub))
+
+
+async def _ack(session: StreamSession, consumer_id: str, sequence: int,
+               owner: str) -> AckResult:
+    session.stream.ack(consumer_id, sequence, owner)
+    return AckResult(consumer_id, session.stream.acks[consumer_id])

@@ -7,16 +7,18 @@ tests in `tests/contracts/`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from domain.identifiers import RunKey, StreamKey
 from domain.object_intent import ObjectIntent
 from domain.records import ObjectRef
 from domain.stream import Stream
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -174,6 +176,17 @@ class StreamStore(Protocol):
 
     def lock(self, key: StreamKey) -> AbstractAsyncContextManager[StreamSession]:
         """Lock the stream row for one unit of work; raises `NotFound` when absent."""
+        ...
+
+    async def transact(self, key: StreamKey,
+                       work: Callable[[StreamSession], Awaitable[T]]) -> T:
+        """`work(session)` as one unit of work, answered once committed, like `lock()`.
+
+        `work` may be called more than once and only its last call counts, so it
+        must act through the session alone. A store may first run it on a state it
+        holds and, if that state is no longer current at commit, write nothing and
+        run it again under the lock; whatever `work` decides (or raises) was
+        decided on the state the commit found current."""
         ...
 
     async def load(self, key: StreamKey) -> Stream | None:

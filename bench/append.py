@@ -34,6 +34,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
+import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -253,5 +254,5 @@ if __name__ == "__main__":
     parser.add_argument("--max-group", type=int, default=256,
                         help="1 = one transaction per command, to compare")
     arguments = parser.parse_args()
-    asyncio.run(main(arguments.seconds, arguments.rounds, arguments.commit_connections,
+    uvloop.run(main(arguments.seconds, arguments.rounds, arguments.commit_connections,
                      arguments.max_group))

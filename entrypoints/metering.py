@@ -6,9 +6,10 @@ measured alike and no use case knows about metrics.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
+from typing import TypeVar
 
 from application.ports import (
     Delivery,
@@ -26,6 +27,8 @@ from domain.object_intent import ObjectIntent
 from domain.stream import Stream
 from entrypoints.metrics import Metrics
 
+T = TypeVar("T")
+
 
 class MeteredStreamStore:
     """Counts records and bytes committed, read from the aggregate's totals after a unit of
@@ -42,6 +45,24 @@ class MeteredStreamStore:
             yield session
             items = session.stream.total_items - items
             size = session.stream.total_bytes - size
+        self._count(items, size)
+
+    async def transact(self, key: StreamKey,
+                       work: Callable[[StreamSession], Awaitable[T]]) -> T:
+        grown = (0, 0)  # by the last call of `work`: the one that committed
+
+        async def measured(session: StreamSession) -> T:
+            nonlocal grown
+            items, size = session.stream.total_items, session.stream.total_bytes
+            answer = await work(session)
+            grown = (session.stream.total_items - items, session.stream.total_bytes - size)
+            return answer
+
+        answer = await self._inner.transact(key, measured)
+        self._count(*grown)
+        return answer
+
+    def _count(self, items: int, size: int) -> None:
         if items > 0:
             self._metrics.records.inc(items)
             self._metrics.bytes.inc(size)

@@ -12,11 +12,11 @@ import asyncio
 import bisect
 import copy
 import itertools
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from adapters.fanout import carried_records
 from adapters.memory.bus import MemoryWakeBus
@@ -25,6 +25,8 @@ from domain.errors import NotFound
 from domain.identifiers import RunKey, StreamKey
 from domain.object_intent import LIVE_STATES, ObjectIntent
 from domain.stream import Stream
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -111,6 +113,12 @@ class MemoryStreamStore:
             session = MemorySession(data, key.run in self._erased_runs)
             yield session
             self._commit(data, session)
+
+    async def transact(self, key: StreamKey,
+                       work: Callable[[MemorySession], Awaitable[T]]) -> T:
+        """Under the lock at once: this store holds no state that could be stale."""
+        async with self.lock(key) as session:
+            return await work(session)
 
     def _commit(self, data: _StreamData, session: MemorySession) -> None:
         data.events.extend(session.stream.collect_events())

@@ -6,10 +6,24 @@ lock → write → fsync → unlock. Here a few committer tasks each take whatev
 units of work are queued, run them in ONE transaction and commit once
 (docs/adr/0003-transactions-and-group-commit.md).
 
+Two kinds of unit of work:
+- `unit_of_work(key)` (the port's `lock()`): the caller's `async with` body
+  runs once, in the caller's task, while the committer waits for it;
+- `run(key, work)` (the port's `transact()`): the committer calls `work`
+  itself, and may call it a second time: such a group is first decided
+  *optimistically* on the states this process holds (no BEGIN, no lock
+  round trip) and written by ONE autocommit statement that fails unless each
+  stream is still at the version decided on (`write_statement`); if another
+  process wrote meanwhile, nothing is written and the group runs again
+  under the row lock. Decisions (credit included) are thus always made on
+  the state the commit finds current.
+
 Rules:
-- a group locks all its stream rows in one `SELECT … ORDER BY id FOR UPDATE`,
-  so two groups (of this or another process) always lock in the same order
-  and cannot deadlock each other;
+- a stream is in at most one group of this process at a time (`_busy`), so a
+  process never conflicts with, nor waits for the row lock of, itself;
+- a locked group locks all its stream rows in one `SELECT … ORDER BY id FOR
+  UPDATE`, so two groups (of this or another process) always lock in the same
+  order and cannot deadlock each other;
 - the units of work of a group run one at a time, in arrival order, each on
   the group's live aggregate; a failing one is rolled back in memory only
   (see `unit_of_work.reject`), the others still commit;
@@ -28,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -42,6 +57,7 @@ from adapters.postgres.stream_cache import StreamCache
 from adapters.postgres.unit_of_work import (
     GroupWrites,
     LockedStream,
+    NeedsLock,
     PostgresSession,
     accept,
     reject,
@@ -71,6 +87,7 @@ _inside: contextvars.ContextVar[_Request | None] = contextvars.ContextVar(
 
 BeforeCommit = Callable[[], Awaitable[None]]
 OnCommitted = Callable[[Sequence[Wake]], None]
+Work = Callable[[PostgresSession], Awaitable[Any]]
 
 
 class StoreClosed(RuntimeError):
@@ -84,6 +101,14 @@ class NestedUnitOfWork(RuntimeError):
 
 MAX_GROUP_ATTEMPTS = 3
 
+CONTENDED_SECONDS = 1.0
+"""After a conflict, a stream's groups run under the row lock for this long: another
+process is writing it, so deciding on the state held here would likely be wasted."""
+
+# SQLSTATE of `runnel_write_conflict()`, and the errors another writer's commit can cause.
+_WRITE_CONFLICT = "RN001"
+_CONFLICTS = (asyncpg.UniqueViolationError, asyncpg.DeadlockDetectedError)
+
 # Errors that leave the shared transaction unusable (or the connection gone).
 _DATABASE_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError)
 
@@ -91,11 +116,20 @@ _DATABASE_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError)
 @dataclass(eq=False)
 class _Request:
     key: StreamKey
-    entered: asyncio.Future[PostgresSession]
-    finished: asyncio.Future[BaseException | None]
-    """None on a clean exit, else what the unit of work raised."""
-    committed: asyncio.Future[None]
+    committed: asyncio.Future[Any]
+    """The caller's answer: `work`'s result (None for a `unit_of_work`), or its error."""
+    work: Work | None = None
+    entered: asyncio.Future[PostgresSession] | None = None
+    """`unit_of_work` only: the session handed to the caller's body."""
+    finished: asyncio.Future[BaseException | None] | None = None
+    """`unit_of_work` only: None on a clean exit, else what the body raised."""
+    answer: Any = None
     attempts: int = 0
+
+    @property
+    def abandoned(self) -> bool:
+        """Cancelled (or failed) before it ran."""
+        return self.committed.done() or (self.entered is not None and self.entered.done())
 
 
 class _GroupPoisoned(Exception):
@@ -109,6 +143,9 @@ class GroupCommitStats:
     failed_groups: int = 0
     largest_group: int = 0
     retried_lock_waits: int = 0
+    optimistic_groups: int = 0
+    conflicts: int = 0
+    """Optimistic groups that found a stream changed by another writer and ran again locked."""
     recent_sizes: deque[int] = field(default_factory=lambda: deque(maxlen=1024))
 
 
@@ -117,7 +154,7 @@ class GroupCommitter:
 
     def __init__(self, pool: asyncpg.Pool, codec: AggregateCodec, cache: StreamCache, *,
                  origin: str, on_committed: OnCommitted, connections: int = 2,
-                 max_group: int = 256) -> None:
+                 max_group: int = 256, optimistic: bool = True) -> None:
         self._pool = pool
         self._cache = cache
         self._origin = origin
@@ -129,6 +166,10 @@ class GroupCommitter:
         self._arrived = asyncio.Event()
         self._workers: list[asyncio.Task[None]] = []
         self._closed = False
+        self.optimistic = optimistic
+        """False runs every group under the row lock (for comparisons and fault tests)."""
+        self._busy: set[StreamKey] = set()
+        self._contended: dict[StreamKey, float] = {}
         self.stats = GroupCommitStats()
         self.before_commit: BeforeCommit | None = None
         """Fault-injection seam: awaited after a group's writes, before its COMMIT."""
@@ -140,17 +181,12 @@ class GroupCommitter:
 
     @asynccontextmanager
     async def unit_of_work(self, key: StreamKey) -> AsyncIterator[PostgresSession]:
-        if self._closed:
-            raise StoreClosed("the store is closed")
-        outer = _inside.get()
-        if outer is not None and outer.entered.done() and not outer.finished.done():
-            raise NestedUnitOfWork(f"lock({key.channel_key}) inside the unit of work on "
-                                   f"{outer.key.channel_key}")
+        self._refuse_nested(key)
         loop = asyncio.get_running_loop()
-        request = _Request(key, loop.create_future(), loop.create_future(), loop.create_future())
-        self._queue.append(request)
-        self._arrived.set()
-        self._start_workers()
+        request = _Request(key, loop.create_future(), entered=loop.create_future(),
+                           finished=loop.create_future())
+        assert request.entered is not None and request.finished is not None
+        self._enqueue(request)
         try:
             session = await request.entered
         except asyncio.CancelledError:
@@ -170,6 +206,31 @@ class GroupCommitter:
         _set(request.finished, None)
         await request.committed
 
+    async def run(self, key: StreamKey, work: Work) -> Any:
+        """`await work(session)` as a unit of work; its result once committed.
+
+        `work` may be called twice (optimistically, then under the lock): it must act
+        on the session only."""
+        self._refuse_nested(key)
+        request = _Request(key, asyncio.get_running_loop().create_future(), work=work)
+        self._enqueue(request)
+        return await request.committed
+
+    def _refuse_nested(self, key: StreamKey) -> None:
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        outer = _inside.get()
+        if outer is not None and (outer.work is not None or (
+                outer.entered is not None and outer.entered.done()
+                and outer.finished is not None and not outer.finished.done())):
+            raise NestedUnitOfWork(f"a unit of work on {key.channel_key} inside the one on "
+                                   f"{outer.key.channel_key}")
+
+    def _enqueue(self, request: _Request) -> None:
+        self._queue.append(request)
+        self._arrived.set()
+        self._start_workers()
+
     def _start_workers(self) -> None:
         if self._workers:
             return
@@ -183,23 +244,138 @@ class GroupCommitter:
         await asyncio.gather(*self._workers, return_exceptions=True)
         self._workers = []
         while self._queue:
-            _fail(self._queue.popleft().entered, StoreClosed("the store is closed"))
+            _fail_request(self._queue.popleft(), StoreClosed("the store is closed"))
 
     async def _work(self) -> None:
         while True:
-            if not self._queue:
+            group = self._take()
+            if not group:
                 self._arrived.clear()
                 await self._arrived.wait()
                 continue
-            group: list[_Request] = []
-            while self._queue and len(group) < self._max_group:
-                request = self._queue.popleft()
-                if not request.entered.done():
-                    group.append(request)
-            if group:
-                await self._run(group)
+            keys = {request.key for request in group}
+            self._busy |= keys
+            try:
+                if not await self._run_optimistically(group):
+                    await self._run_locked(group)
+            finally:
+                self._busy -= keys
+                if self._queue:
+                    self._arrived.set()
 
-    async def _run(self, group: list[_Request]) -> None:
+    def _take(self) -> list[_Request]:
+        """The next group: queued units of work, in arrival order, on streams no other
+        group of this process holds (those wait in the queue, still in order)."""
+        group: list[_Request] = []
+        waiting: list[_Request] = []
+        while self._queue and len(group) < self._max_group:
+            request = self._queue.popleft()
+            if request.key in self._busy:
+                waiting.append(request)
+            elif not request.abandoned:
+                group.append(request)
+        self._queue.extendleft(reversed(waiting))
+        return group
+
+    def _optimistic_streams(self, group: list[_Request]) -> dict[StreamKey, LockedStream] | None:
+        """The held states to decide `group` on, or None when it has to run locked."""
+        if not self.optimistic:
+            return None
+        now = time.monotonic()
+        streams: dict[StreamKey, LockedStream] = {}
+        for request in group:
+            if request.work is None or self._contended.get(request.key, 0.0) > now:
+                return None
+            if request.key not in streams:
+                row_id = stream_id(request.key)
+                pristine = self._cache.pristine(row_id, self._cache.version(row_id))
+                if pristine is None:
+                    return None
+                streams[request.key] = LockedStream(request.key, row_id, pristine, False)
+        return streams
+
+    async def _run_optimistically(self, group: list[_Request]) -> bool:
+        """Decide and write `group` without the row lock; False when nothing was written
+        and the group has to run locked instead."""
+        streams = self._optimistic_streams(group)
+        if streams is None:
+            return False
+        ran: list[tuple[_Request, BaseException | None]] = []
+        writes = GroupWrites()
+        try:
+            async with self._pool.acquire() as connection:
+                for request in group:
+                    if not request.committed.done():
+                        ran.append((request, await self._call(request, streams[request.key],
+                                                              connection, optimistic=True)))
+                if not ran:
+                    return True
+                for stream in streams.values():
+                    writes.check(stream)
+                    writes.add(stream, self._codec, self._origin)
+                statement, arguments = write_statement(writes)
+                await connection.execute(statement, *arguments)
+        except NeedsLock:
+            return False
+        except _DATABASE_ERRORS as error:
+            if _is_conflict(error):
+                self.stats.conflicts += 1
+                until = time.monotonic() + CONTENDED_SECONDS
+                if len(self._contended) > 4 * self._max_group:
+                    self._contended.clear()
+                self._contended.update(dict.fromkeys(streams, until))
+            else:
+                log.warning("optimistic group of %d failed, running it locked: %r",
+                            len(group), error)
+            return False
+        self.stats.optimistic_groups += 1
+        self._committed(group, sum(failure is None for _, failure in ran), streams, writes)
+        for request, failure in ran:
+            if failure is None:
+                _set(request.committed, request.answer)
+            else:
+                _fail(request.committed, failure)
+        return True
+
+    async def _call(self, request: _Request, stream: LockedStream,
+                    connection: asyncpg.Connection, *, optimistic: bool
+                    ) -> BaseException | None:
+        """Run a `run()` unit of work on `stream`; what it raised (None: accepted).
+        `NeedsLock` and database errors propagate (they concern the whole group)."""
+        assert request.work is not None
+        session = PostgresSession(stream, connection, self._codec, optimistic=optimistic)
+        inside = _inside.set(request)
+        try:
+            request.answer = await request.work(session)
+        except (NeedsLock, *_DATABASE_ERRORS):
+            reject(stream, session)
+            raise
+        except Exception as error:
+            reject(stream, session)
+            return error
+        finally:
+            _inside.reset(inside)
+            session.detach()
+        accept(stream, session)
+        return None
+
+    def _committed(self, group: list[_Request], accepted: int,
+                   streams: dict[StreamKey, LockedStream], writes: GroupWrites) -> None:
+        self.stats.groups += 1
+        self.stats.units += accepted
+        self.stats.largest_group = max(self.stats.largest_group, len(group))
+        self.stats.recent_sizes.append(len(group))
+        for stream in streams.values():
+            if stream.stream.version != stream.pristine.version:
+                # Nobody changes it any more: its units of work have all ended.
+                self._cache.remember(stream.stream)
+        # Committed: this process's readers hear it now; other processes via NOTIFY.
+        try:
+            self._on_committed(writes.local_wakes)
+        except Exception:  # a hint that failed to reach readers delays, never loses
+            log.exception("local wake delivery failed")
+
+    async def _run_locked(self, group: list[_Request]) -> None:
         accepted: list[_Request] = []
         pending = deque(group)
         locked: dict[StreamKey, LockedStream] = {}
@@ -220,9 +396,7 @@ class GroupCommitter:
                     await self.before_commit()
         except asyncio.CancelledError:
             for request in group:
-                closed = StoreClosed("the store is closed")
-                _fail(request.entered, closed)
-                _fail(request.committed, closed)
+                _fail_request(request, StoreClosed("the store is closed"))
             raise
         except Exception as error:
             cause = error.__cause__ if isinstance(error, _GroupPoisoned) else error
@@ -237,28 +411,16 @@ class GroupCommitter:
             for request in pending:
                 request.attempts += 1
                 if request.attempts >= MAX_GROUP_ATTEMPTS:
-                    _fail(request.entered, cause)
+                    _fail_request(request, cause)
                 else:
                     retry.append(request)
             self._queue.extendleft(reversed(retry))
             if retry:
                 self._arrived.set()
             return
-        self.stats.groups += 1
-        self.stats.units += len(accepted)
-        self.stats.largest_group = max(self.stats.largest_group, len(group))
-        self.stats.recent_sizes.append(len(group))
-        for stream in locked.values():
-            if stream.stream.version != stream.pristine.version:
-                # Nobody changes it any more: its units of work have all ended.
-                self._cache.remember(stream.stream)
-        # Committed: this process's readers hear it now; other processes via NOTIFY.
-        try:
-            self._on_committed(writes.local_wakes)
-        except Exception:  # a hint that failed to reach readers delays, never loses
-            log.exception("local wake delivery failed")
+        self._committed(group, len(accepted), locked, writes)
         for request in accepted:
-            _set(request.committed, None)
+            _set(request.committed, request.answer)
 
     async def _lock(self, connection: asyncpg.Connection, group: list[_Request]
                     ) -> dict[StreamKey, LockedStream]:
@@ -281,13 +443,23 @@ class GroupCommitter:
 
     async def _run_one(self, request: _Request, locked: dict[StreamKey, LockedStream],
                        connection: asyncpg.Connection) -> bool:
-        """Hand one unit of work its session and wait for it; True when it was accepted."""
-        if request.entered.done():  # cancelled while queued
+        """Run one unit of work under the lock; True when it was accepted."""
+        if request.abandoned:  # cancelled while queued
             return False
         stream = locked.get(request.key)
         if stream is None:
-            request.entered.set_exception(NotFound("stream not found"))
+            _fail_request(request, NotFound("stream not found"))
             return False
+        if request.work is not None:
+            try:
+                failure = await self._call(request, stream, connection, optimistic=False)
+            except _DATABASE_ERRORS as error:
+                _fail(request.committed, error)
+                raise _GroupPoisoned() from error
+            if failure is not None:  # decided under the lock: final
+                _fail(request.committed, failure)
+            return failure is None
+        assert request.entered is not None and request.finished is not None
         session = PostgresSession(stream, connection, self._codec)
         request.entered.set_result(session)
         failure = await request.finished
@@ -309,3 +481,15 @@ def _set(future: asyncio.Future[Any], value: Any) -> None:
 def _fail(future: asyncio.Future[Any], error: BaseException) -> None:
     if not future.done():
         future.set_exception(error)
+
+
+def _fail_request(request: _Request, error: BaseException) -> None:
+    """Answer a unit of work that will not run (or did not commit) with `error`."""
+    if request.entered is not None and not request.entered.done():
+        request.entered.set_exception(error)
+    else:
+        _fail(request.committed, error)
+
+
+def _is_conflict(error: BaseException) -> bool:
+    return isinstance(error, _CONFLICTS) or getattr(error, "sqlstate", None) == _WRITE_CONFLICT

@@ -7,9 +7,10 @@ autocommit statement on the pool.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
+from typing import TypeVar
 from uuid import UUID
 
 import asyncpg
@@ -23,6 +24,8 @@ from adapters.postgres.unit_of_work import PostgresSession, load_intent_row
 from domain.identifiers import RunKey, StreamKey
 from domain.object_intent import ObjectIntent
 from domain.stream import Stream
+
+T = TypeVar("T")
 
 # One statement, so creation is atomic without a transaction round trip: the row,
 # its Created event and the consumers named by the definition, or nothing.
@@ -111,6 +114,11 @@ class PostgresStreamStore:
 
     def lock(self, key: StreamKey) -> AbstractAsyncContextManager[PostgresSession]:
         return self.committer.unit_of_work(key)
+
+    async def transact(self, key: StreamKey,
+                       work: Callable[[PostgresSession], Awaitable[T]]) -> T:
+        answer: T = await self.committer.run(key, work)
+        return answer
 
     async def load(self, key: StreamKey) -> Stream | None:
         return await self._loads.load(stream_id(key))

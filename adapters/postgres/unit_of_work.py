@@ -13,7 +13,10 @@ Rules:
   changed the aggregate, the aggregate is rebuilt from the loaded snapshot plus
   the events of the sessions accepted before it;
 - reads inside a session see the committed database plus everything accepted
-  earlier in the same group (as if those had committed already).
+  earlier in the same group (as if those had committed already);
+- an optimistic session (no row lock yet, see `group_commit.py`) may read
+  receipts, which only change when the stream's version does, and nothing
+  else from the database: intents and doomed records raise `NeedsLock`.
 """
 
 from __future__ import annotations
@@ -98,11 +101,16 @@ class SessionClosed(RuntimeError):
     """A session was used after its unit of work ended."""
 
 
+class NeedsLock(Exception):
+    """An optimistic session was asked for state its stream's version does not vouch for:
+    the group has to run under the row lock instead."""
+
+
 class PostgresSession:
     """`StreamSession` on a stream locked by the group's transaction."""
 
     def __init__(self, locked: LockedStream, connection: asyncpg.Connection,
-                 codec: AggregateCodec) -> None:
+                 codec: AggregateCodec, *, optimistic: bool = False) -> None:
         self.stream: Stream = locked.stream
         self.run_erased = locked.run_erased
         self.version_at_start = locked.stream.version
@@ -115,6 +123,7 @@ class PostgresSession:
         self._locked = locked
         self._connection: asyncpg.Connection | None = connection
         self._codec = codec
+        self._optimistic = optimistic
 
     def _db(self) -> asyncpg.Connection:
         if self._connection is None:
@@ -133,7 +142,12 @@ class PostgresSession:
             found.update({row["idempotency_key"]: row["sequence"] for row in rows})
         return found
 
+    def _needs_lock(self) -> None:
+        if self._optimistic:
+            raise NeedsLock()
+
     async def intent(self, object_id: str) -> ObjectIntent | None:
+        self._needs_lock()
         if object_id in self.saved_intents:
             return self.saved_intents[object_id]
         if object_id in self._locked.intents:
@@ -146,6 +160,7 @@ class PostgresSession:
         return load_intent_row(self._codec, row) if row is not None else None
 
     async def intents(self) -> Sequence[ObjectIntent]:
+        self._needs_lock()
         rows = await self._db().fetch(_INTENTS, self._locked.id)
         merged: dict[str, ObjectIntent] = {str(row["id"]): load_intent_row(self._codec, row)
                                            for row in rows}
@@ -172,6 +187,7 @@ class PostgresSession:
     async def remove_records_through(self, sequence: int) -> Removed:
         """Counts what goes: committed rows not yet removed in this group, plus rows
         accepted earlier in this group; the deletion itself is written at flush."""
+        self._needs_lock()
         self.remove_through = max(self.remove_through, sequence)
         locked = self._locked
         row = await self._db().fetchrow(_DOOMED, locked.id, locked.delete_through, sequence)
@@ -255,6 +271,7 @@ class GroupWrites:
     stream_topics: list[str] = field(default_factory=list)
     stream_snapshots: list[bytes] = field(default_factory=list)
     stream_versions: list[int] = field(default_factory=list)
+    stream_expected: list[int] = field(default_factory=list)
     stream_heads: list[int] = field(default_factory=list)
     stream_earliest: list[int] = field(default_factory=list)
     stream_items: list[int] = field(default_factory=list)
@@ -263,8 +280,17 @@ class GroupWrites:
     stream_held: list[bool] = field(default_factory=list)
     stream_erased: list[bool] = field(default_factory=list)
     wakes: list[str] = field(default_factory=list)
+    checked_ids: list[UUID] = field(default_factory=list)
+    checked_versions: list[int] = field(default_factory=list)
+    """Streams decided on without the row lock, and the versions they were decided on."""
     local_wakes: list[Wake] = field(default_factory=list)
     """For this process's own readers; not a statement argument."""
+
+    def check(self, locked: LockedStream) -> None:
+        """Make the statement fail unless this stream is still at the version decided on
+        and its run is not erased (for a group decided without the row lock)."""
+        self.checked_ids.append(locked.id)
+        self.checked_versions.append(locked.pristine.version)
 
     def add(self, locked: LockedStream, codec: AggregateCodec, origin: str) -> None:
         if not locked.changed:
@@ -301,6 +327,7 @@ class GroupWrites:
             self.stream_topics.append(snapshot.topic)
             self.stream_snapshots.append(snapshot.state)
             self.stream_versions.append(stream.version)
+            self.stream_expected.append(locked.pristine.version)
             self.stream_heads.append(stream.head)
             self.stream_earliest.append(stream.earliest)
             self.stream_items.append(stream.total_items)
@@ -410,19 +437,32 @@ _PARTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         version = u.version, head = u.head, earliest = u.earliest,
         total_items = u.total_items, total_bytes = u.total_bytes, closed = u.closed,
         legal_hold = u.legal_hold, erased = u.erased, updated_at = now()
-    FROM unnest({}::uuid[], {}::text[], {}::bytea[], {}::int4[], {}::int8[],
+    FROM unnest({}::uuid[], {}::text[], {}::bytea[], {}::int4[], {}::int4[], {}::int8[],
                 {}::int8[], {}::int8[], {}::int8[], {}::bool[], {}::bool[], {}::bool[])
-        AS u(id, topic, snapshot, version, head, earliest, total_items, total_bytes, closed,
-             legal_hold, erased)
-    WHERE s.id = u.id""",
-     ("stream_ids", "stream_topics", "stream_snapshots", "stream_versions", "stream_heads",
-      "stream_earliest", "stream_items", "stream_bytes", "stream_closed", "stream_held",
-      "stream_erased")),
+        AS u(id, topic, snapshot, version, expected, head, earliest, total_items, total_bytes,
+             closed, legal_hold, erased)
+    WHERE s.id = u.id AND s.version = u.expected
+    RETURNING s.id""",
+     ("stream_ids", "stream_topics", "stream_snapshots", "stream_versions", "stream_expected",
+      "stream_heads", "stream_earliest", "stream_items", "stream_bytes", "stream_closed",
+      "stream_held", "stream_erased")),
+    ("current", """
+    SELECT count(*) AS streams FROM streams AS s
+    JOIN unnest({}::uuid[], {}::int4[]) AS k(id, version)
+        ON s.id = k.id AND s.version = k.version
+    WHERE NOT EXISTS (SELECT 1 FROM erased_runs AS e
+                      WHERE e.tenant = s.tenant AND e.run_id = s.run_id)""",
+     ("checked_ids", "checked_versions")),
 )
 
 
 def write_statement(writes: GroupWrites) -> tuple[str, list[Any]]:
-    """The statement and its arguments for everything a group staged."""
+    """The statement and its arguments for everything a group staged.
+
+    It fails with SQLSTATE RN001 (`runnel_write_conflict()`, migration 0003) unless
+    every snapshot update found its row at the version the group decided on and
+    every checked stream is still current: then nothing of the group is written.
+    """
     ctes: list[str] = []
     arguments: list[Any] = []
     for name, template, fields in _PARTS:
@@ -433,7 +473,17 @@ def write_statement(writes: GroupWrites) -> tuple[str, list[Any]]:
         placeholders = [f"${first + offset}" for offset in range(len(values))]
         ctes.append(f"{name} AS ({template.format(*placeholders)}\n)")
         arguments.extend(values)
+    conditions = []
+    if writes.stream_ids:
+        arguments.append(len(writes.stream_ids))
+        conditions.append(f"(SELECT count(*) FROM updated) = ${len(arguments)}::int8")
+    if writes.checked_ids:
+        arguments.append(len(writes.checked_ids))
+        conditions.append(f"(SELECT streams FROM current) = ${len(arguments)}::int8")
     arguments.append(writes.wakes)
-    notify = (f"SELECT pg_notify('{WAKE_CHANNEL}', wake) "
-              f"FROM unnest(${len(arguments)}::text[]) AS wake")
-    return ("WITH " + ",\n".join(ctes) + "\n" + notify if ctes else notify), arguments
+    select = (f"SELECT (SELECT count(pg_notify('{WAKE_CHANNEL}', wake)) "
+              f"FROM unnest(${len(arguments)}::text[]) AS wake) AS woken")
+    if conditions:
+        select += (f",\n       CASE WHEN {' AND '.join(conditions)} THEN true "
+                   "ELSE runnel_write_conflict() END AS current")
+    return ("WITH " + ",\n".join(ctes) + "\n" + select if ctes else select), arguments

@@ -22,6 +22,7 @@ from application.ports import (
     Delivery,
     LiveChunk,
     StoredRecord,
+    StreamSession,
     Wake,
     WakeSubscription,
 )
@@ -218,6 +219,46 @@ class StorageContract:
         assert ours(await harness.outbox.claim("w", NOW, LEASE, 1000), key) == []
         assert our_bodies(await harness.deletions.claim("w", NOW, LEASE, 1000), key) == []
         assert await append(harness, key, [{"payload": 2}]) == (3,)
+
+    async def test_transact_commits_what_its_work_staged_and_returns_its_answer(
+            self, harness: StorageHarness) -> None:
+        key = await created(harness)
+        await append(harness, key, [{"payload": 0}])
+
+        async def work(session: StreamSession) -> tuple[int, ...]:
+            plan = session.stream.plan_append([draft_from_wire({"payload": 1}, ())], {})
+            session.stream.append(plan)
+            session.add_records(stored(plan))
+            return plan.sequences
+
+        assert await harness.store.transact(key, work) == (2,)
+        assert (await harness.store.load(key)).head == 2  # type: ignore[union-attr]
+        assert await payloads(harness, key) == [0, 1]
+
+    async def test_transact_whose_work_raises_persists_nothing(
+            self, harness: StorageHarness) -> None:
+        key = await created(harness)
+        await append(harness, key, [{"payload": 0}])
+
+        async def work(session: StreamSession) -> None:
+            plan = session.stream.plan_append([draft_from_wire({"payload": "never"}, ())], {})
+            session.stream.append(plan)
+            session.add_records(stored(plan))
+            raise Boom
+
+        with pytest.raises(Boom):
+            await harness.store.transact(key, work)
+        assert (await harness.store.load(key)).head == 1  # type: ignore[union-attr]
+        assert await append(harness, key, [{"payload": 1}]) == (2,)
+        assert await payloads(harness, key) == [0, 1]
+
+    async def test_transact_on_an_unknown_stream_raises_not_found(
+            self, harness: StorageHarness) -> None:
+        async def work(session: StreamSession) -> None:
+            raise AssertionError("never called")
+
+        with pytest.raises(NotFound):
+            await harness.store.transact(new_key("missing"), work)
 
     async def test_records_round_trip_exactly(self, harness: StorageHarness) -> None:
         key = await created(harness)

@@ -50,6 +50,9 @@ async def hang_before_commit(dsn: str, stream: str, size: int) -> None:
         await asyncio.Event().wait()  # forever: the parent kills us here
 
     adapters.store.committer.before_commit = hang
+    # Only a locked group has a moment between its writes and its COMMIT; an optimistic
+    # one is a single autocommit statement, atomic by itself.
+    adapters.store.committer.optimistic = False
     service = service_on(adapters)
     records = [{"payload": {"killed": True, "i": i}} for i in range(size)]
     await service.appender.append(WRITER, RUN, stream, records)

@@ -1,0 +1,135 @@
+"""Optimistic groups: decided on the state a process holds, written only if still current.
+
+Two adapter sets on one database stand for two Runnel processes. Each keeps the
+states it last committed or read; when the other process writes a stream in
+between, the first one's held state is stale, and its next group must not
+commit anything decided on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from adapters.postgres import PostgresAdapters, open_postgres
+from adapters.postgres.group_commit import NestedUnitOfWork
+from application.ports import StreamSession
+from application.service import RunnelService
+from domain.errors import Backpressure
+from domain.identifiers import RunKey
+from tests.integration.support import RUN, TENANT, WRITER, definition, service_on
+from tests.pg import pg_dsn, pg_template  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+async def two(pg_dsn: str) -> AsyncIterator[tuple[PostgresAdapters, PostgresAdapters]]:  # noqa: F811
+    first = await open_postgres(pg_dsn, migrate=False, listen=False)
+    second = await open_postgres(pg_dsn, migrate=False, listen=False)
+    yield first, second
+    await first.close()
+    await second.close()
+
+
+async def sequences(service: RunnelService, stream_id: str) -> list[int]:
+    page = await service.reading.read(WRITER, RUN, stream_id, 0, 1000)
+    return [record.sequence for record in page.page.records]
+
+
+async def test_a_stream_another_process_wrote_is_decided_again_under_the_lock(
+        two: tuple[PostgresAdapters, PostgresAdapters]) -> None:
+    first, second = two
+    a, b = service_on(first), service_on(second)
+    await a.definitions.create(WRITER, RUN, definition("s"))
+    assert (await a.appender.append(WRITER, RUN, "s", [{"payload": 1}])).sequences == (1,)
+    optimistic = first.store.committer.stats.optimistic_groups
+    assert optimistic >= 1  # the first process now holds the stream at its latest version
+
+    assert (await b.appender.append(WRITER, RUN, "s", [{"payload": 2}])).sequences == (2,)
+    # Held at head 1, the first process would answer 2 again; the commit refuses that.
+    assert (await a.appender.append(WRITER, RUN, "s", [{"payload": 3}])).sequences == (3,)
+
+    assert first.store.committer.stats.conflicts == 1
+    assert await sequences(a, "s") == [1, 2, 3]
+    assert (await a.appender.append(WRITER, RUN, "s", [{"payload": 4}])).sequences == (4,)
+
+
+async def test_a_refusal_decided_on_a_stale_state_is_not_answered(
+        two: tuple[PostgresAdapters, PostgresAdapters]) -> None:
+    first, second = two
+    a, b = service_on(first), service_on(second)
+    await a.definitions.create(WRITER, RUN, definition(
+        "s", consumers=["c"], credit={"max_unread_items": 2}))
+    await a.appender.append(WRITER, RUN, "s", [{"payload": 1}, {"payload": 2}])
+    with pytest.raises(Backpressure):  # decided on the current state: a true refusal
+        await a.appender.append(WRITER, RUN, "s", [{"payload": 3}])
+
+    await b.acks.ack(WRITER, RUN, "s", "c", 2)  # the other process frees the credit
+
+    # The first process still holds the full window; the commit finds it changed.
+    assert (await a.appender.append(WRITER, RUN, "s", [{"payload": 3}])).sequences == (3,)
+    assert first.store.committer.stats.conflicts >= 1
+    assert await sequences(a, "s") == [1, 2, 3]
+
+
+async def test_a_run_erased_by_another_process_is_seen_by_work_on_a_held_state(
+        two: tuple[PostgresAdapters, PostgresAdapters]) -> None:
+    first, second = two
+    a = service_on(first)
+    await a.definitions.create(WRITER, RUN, definition("s"))
+    await a.appender.append(WRITER, RUN, "s", [{"payload": 1}])
+    seen: list[bool] = []
+
+    async def work(session: StreamSession) -> bool:
+        seen.append(session.run_erased)
+        return session.run_erased
+
+    key = RunKey(TENANT, RUN).stream("s")
+    assert await first.store.transact(key, work) is False
+    await second.store.mark_run_erased(RunKey(TENANT, RUN))
+
+    # The held state cannot know; the commit finds the mark and the work runs again.
+    assert await first.store.transact(key, work) is True
+    assert seen == [False, False, True]
+
+
+async def test_work_that_reads_what_the_version_does_not_vouch_for_runs_locked(
+        two: tuple[PostgresAdapters, PostgresAdapters]) -> None:
+    first, _ = two
+    a = service_on(first)
+    await a.definitions.create(WRITER, RUN, definition("s"))
+    await a.appender.append(WRITER, RUN, "s", [{"payload": 1}])
+    calls: list[bool] = []
+
+    async def work(session: StreamSession) -> int:
+        calls.append(True)
+        return len(await session.intents())
+
+    stats = first.store.committer.stats
+    optimistic, groups = stats.optimistic_groups, stats.groups
+    key = RunKey(TENANT, RUN).stream("s")
+    assert await first.store.transact(key, work) == 0
+    assert len(calls) == 2  # tried on the held state, refused, run again under the lock
+    assert (stats.optimistic_groups, stats.groups) == (optimistic, groups + 1)
+
+
+async def test_a_unit_of_work_inside_transact_is_refused_not_deadlocked(
+        two: tuple[PostgresAdapters, PostgresAdapters]) -> None:
+    first, _ = two
+    a = service_on(first)
+    for stream_id in ("outer", "inner"):
+        await a.definitions.create(WRITER, RUN, definition(stream_id))
+    run = RunKey(TENANT, RUN)
+
+    async def nested(session: StreamSession) -> None:
+        await first.store.transact(run.stream("inner"), lambda inner: _nothing())
+
+    with pytest.raises(NestedUnitOfWork):
+        await first.store.transact(run.stream("outer"), nested)
+    assert (await a.appender.append(WRITER, RUN, "inner", [{"payload": 1}])).sequences == (1,)
+
+
+async def _nothing() -> None:
+    return None
