@@ -4,6 +4,11 @@ Events and snapshots are stored as the library's `StoredEvent` (topic + JSON
 bytes), so they stay readable by its tooling. Loading a stream decodes the
 snapshot kept on its row (`Snapshot.mutate(None)`), never a replay; `replay`
 exists so the round trip can be checked against the event log.
+
+A stream's snapshot leaves out its definition: that never changes, is kept on
+the same row (`streams.definition`) and is put back on load. Written with every
+commit, it would otherwise be most of the snapshot's bytes (and push the row
+past the size at which Postgres compresses it).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from eventsourcing.persistence import (
 )
 
 from domain.definition import StreamDefinition
+from domain.stream import Stream
 
 A = TypeVar("A", bound=Aggregate)
 
@@ -62,32 +68,49 @@ class StreamDefinitionAsJson(Transcoding):
         return definition
 
 
-def build_mapper() -> Mapper[UUID]:
+def build_mapper(definitions: StreamDefinitionAsJson) -> Mapper[UUID]:
     transcoder = JSONTranscoder()
-    for transcoding in (UUIDAsHex(), DatetimeAsISO(), StreamDefinitionAsJson()):
+    for transcoding in (UUIDAsHex(), DatetimeAsISO(), definitions):
         transcoder.register(transcoding)
     # No tuple transcoding: the JSON encoder writes tuples as arrays before any
     # `default` hook runs, so aggregates keep lists (the domain assigns lists).
     return Mapper(transcoder=transcoder)
 
 
+_ON_THE_ROW = "definition"
+"""The stream attribute its snapshot leaves out (see the module docstring)."""
+
+
 class AggregateCodec:
     """Aggregates ⇄ stored events and snapshots."""
 
-    def __init__(self, mapper: Mapper[UUID] | None = None) -> None:
-        self.mapper = mapper or build_mapper()
+    def __init__(self) -> None:
+        self._definitions = StreamDefinitionAsJson()
+        self.mapper = build_mapper(self._definitions)
 
     def events(self, events: Iterable[Any]) -> list[StoredEvent]:
         return [self.mapper.to_stored_event(event) for event in events]
 
     def snapshot(self, aggregate: Aggregate) -> StoredEvent:
-        return self.mapper.to_stored_event(Snapshot.take(aggregate))
+        """A stream's leaves out its definition (`load_stream` puts it back)."""
+        snapshot = Snapshot.take(aggregate)
+        if isinstance(aggregate, Stream):
+            del snapshot.state[_ON_THE_ROW]
+        return self.mapper.to_stored_event(snapshot)
+
+    def load_stream(self, stream_id: UUID, version: int, topic: str, state: bytes,
+                    definition: str) -> Stream:
+        """A stream from its row: the snapshot, and the definition's JSON text."""
+        return self.load(Stream, stream_id, version, topic, state,
+                         {_ON_THE_ROW: self._definitions.decode(definition)})
 
     def load(self, kind: type[A], aggregate_id: UUID, version: int, topic: str,
-             state: bytes) -> A:
-        """Rebuild an aggregate from the snapshot stored with it."""
+             state: bytes, put_back: dict[str, Any] | None = None) -> A:
+        """Rebuild an aggregate from the snapshot stored with it (plus what it left out)."""
         snapshot = self.mapper.to_domain_event(StoredEvent(aggregate_id, version, topic,
                                                            bytes(state)))
+        if put_back:
+            snapshot.state.update(put_back)  # type: ignore[attr-defined]
         aggregate = snapshot.mutate(None)  # type: ignore[attr-defined]
         if not isinstance(aggregate, kind):
             raise TypeError(f"snapshot of {aggregate_id} holds a {type(aggregate).__name__}")

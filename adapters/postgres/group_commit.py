@@ -66,7 +66,6 @@ from adapters.postgres.unit_of_work import (
 from application.ports import Wake
 from domain.errors import NotFound
 from domain.identifiers import StreamKey
-from domain.stream import Stream
 
 log = logging.getLogger(__name__)
 
@@ -74,13 +73,14 @@ log = logging.getLogger(__name__)
 _LOCK_STREAMS = """
 SELECT s.id, s.tenant, s.run_id, s.stream_id, s.version, s.snapshot_topic,
        CASE WHEN s.version = known.version THEN NULL ELSE s.snapshot END AS snapshot,
+       CASE WHEN s.version = known.version THEN NULL ELSE s.definition END AS definition,
        EXISTS (SELECT 1 FROM erased_runs AS e
                WHERE e.tenant = s.tenant AND e.run_id = s.run_id) AS run_erased
 FROM streams AS s JOIN unnest($1::uuid[], $2::int4[]) AS known(id, version) ON s.id = known.id
 ORDER BY s.id FOR UPDATE OF s
 """
 
-_SNAPSHOT = "SELECT snapshot_topic, snapshot FROM streams WHERE id = $1"
+_SNAPSHOT = "SELECT snapshot_topic, snapshot, definition FROM streams WHERE id = $1"
 
 _inside: contextvars.ContextVar[_Request | None] = contextvars.ContextVar(
     "runnel_unit_of_work", default=None)
@@ -435,8 +435,8 @@ class GroupCommitter:
             if row["snapshot"] is not None or pristine is None:
                 stored = row if row["snapshot"] is not None else \
                     await connection.fetchrow(_SNAPSHOT, row_id)  # evicted meanwhile
-                pristine = self._codec.load(Stream, row_id, version,
-                                            stored["snapshot_topic"], stored["snapshot"])
+                pristine = self._codec.load_stream(row_id, version, stored["snapshot_topic"],
+                                                   stored["snapshot"], stored["definition"])
                 self._cache.remember(pristine)
             locked[key] = LockedStream(key, row_id, pristine, row["run_erased"])
         return locked

@@ -25,11 +25,14 @@ from domain.stream import Stream
 
 _LOAD_MANY = """
 SELECT s.id, s.version, s.snapshot_topic,
-       CASE WHEN s.version = known.version THEN NULL ELSE s.snapshot END AS snapshot
+       CASE WHEN s.version = known.version THEN NULL ELSE s.snapshot END AS snapshot,
+       CASE WHEN s.version = known.version THEN NULL ELSE s.definition END AS definition
 FROM streams AS s JOIN unnest($1::uuid[], $2::int4[]) AS known(id, version) ON s.id = known.id
 """
 
-_LOAD_ONE = "SELECT id, version, snapshot_topic, snapshot FROM streams WHERE id = $1"
+_LOAD_ONE = """
+SELECT id, version, snapshot_topic, snapshot, definition FROM streams WHERE id = $1
+"""
 
 
 class LoadCoalescer:
@@ -91,7 +94,7 @@ class LoadCoalescer:
         return self._cache.pristine(row["id"], row["version"])
 
     def _decode(self, row: Any) -> Stream:
-        stream = self._codec.load(Stream, row["id"], row["version"], row["snapshot_topic"],
-                                  row["snapshot"])
+        stream = self._codec.load_stream(row["id"], row["version"], row["snapshot_topic"],
+                                         row["snapshot"], row["definition"])
         self._cache.remember(stream)
         return stream

@@ -50,7 +50,7 @@ SELECT EXISTS (SELECT 1 FROM created)
 """
 
 _LIST_RUN = """
-SELECT id, version, snapshot_topic, snapshot FROM streams
+SELECT id, version, snapshot_topic, snapshot, definition FROM streams
 WHERE tenant = $1 AND run_id = $2 ORDER BY stream_id
 """
 
@@ -125,8 +125,8 @@ class PostgresStreamStore:
 
     async def list_run(self, run: RunKey) -> Sequence[Stream]:
         rows = await self._pool.fetch(_LIST_RUN, run.tenant, run.run_id)
-        return [self._codec.load(Stream, row["id"], row["version"], row["snapshot_topic"],
-                                 row["snapshot"]) for row in rows]
+        return [self._codec.load_stream(row["id"], row["version"], row["snapshot_topic"],
+                                        row["snapshot"], row["definition"]) for row in rows]
 
     async def streams_with_retention(self, after: StreamKey | None,
                                      limit: int) -> Sequence[StreamKey]:
