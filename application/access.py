@@ -80,6 +80,15 @@ async def definition_for_writing(definitions: DefinitionCache, principal: Princi
     return definition
 
 
+async def definition_for_reading(definitions: DefinitionCache, principal: Principal,
+                                 key: StreamKey) -> StreamDefinition:
+    """Guard a command that reads no record content (an ack) on the pins alone."""
+    principal.require_scope(Scope.READ)
+    definition = await definitions.get(key)
+    ensure_reader(definition.authorization, principal)
+    return definition
+
+
 async def stream_for_writing(store: StreamStore, principal: Principal, key: StreamKey,
                              region: str) -> Stream:
     principal.require_scope(Scope.WRITE)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from application.access import stream_for_reading, stream_key
-from application.node import NodeSettings
+from application.access import DefinitionCache, definition_for_reading, stream_key
 from application.ports import StreamSession, StreamStore
 from domain.identifiers import validate_id
 from domain.principal import Principal
@@ -21,15 +20,15 @@ class Acknowledger:
     """A consumer is registered by its first ack (or the definition) and belongs to the
     principal that first acked it; only that principal may move it, and only forward."""
 
-    def __init__(self, store: StreamStore, node: NodeSettings) -> None:
+    def __init__(self, store: StreamStore) -> None:
         self._store = store
-        self._node = node
+        self._definitions = DefinitionCache(store)
 
     async def ack(self, principal: Principal, run_id: str, stream_id: str, consumer_id: str,
                   sequence: int) -> AckResult:
         validate_id(consumer_id, "consumer_id")
         key = stream_key(principal, run_id, stream_id)
-        await stream_for_reading(self._store, principal, key, self._node.region, content=False)
+        await definition_for_reading(self._definitions, principal, key)
         return await self._store.transact(key, lambda session: _ack(
             session, consumer_id, sequence, principal.sub))
 

@@ -70,7 +70,7 @@ class RunnelService:
             appender=appender,
             reading=RecordReading(ports.store, ports.reader, node),
             follower=Follower(ports.store, ports.reader, ports.bus, ports.gaps, node),
-            acks=Acknowledger(ports.store, node),
+            acks=Acknowledger(ports.store),
             lifecycle=StreamLifecycle(ports.store, ports.objects, node),
             objects=Objects(ports.store, ports.objects, appender, ports.clock, node),
             live=live,
