@@ -4,7 +4,7 @@ It decides append, ack, close, legal hold, prune and erase. It never holds
 record bodies: those live in a records table, so retention, redaction and
 erasure never rewrite the event log. Each public command validates first and
 raises a `DomainError` without changing anything; only then does it trigger
-an event whose method merely assigns state (it runs again on replay).
+an event whose `apply` merely assigns state (it runs again on replay).
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ class Stream(Aggregate):
             return
         if plan.new[0][0] != self.head + 1:
             raise ValueError("append plan is stale")
-        self._appended(sizes=[draft.size for _, draft in plan.new])
+        self.trigger_event(self.Appended, sizes=[draft.size for _, draft in plan.new])
 
     def _ensure_appendable(self, items: int, size: int) -> None:
         if self.erased:
@@ -169,13 +169,16 @@ class Stream(Aggregate):
         if verdict is CreditVerdict.UNREAD_FULL:
             raise Backpressure("the unread ceiling is reached; retry after consumers ack")
 
-    @event("Appended")
-    def _appended(self, sizes: list[int]) -> None:
-        self.head += len(sizes)
-        self.total_items += len(sizes)
-        self.total_bytes += sum(sizes)
-        self.unread_sizes = [*self.unread_sizes, *sizes]
-        self.unread_bytes += sum(sizes)
+    class Appended(Aggregate.Event):
+        sizes: list[int]
+
+        def apply(self, aggregate: Any) -> None:
+            stream: Stream = aggregate
+            stream.head += len(self.sizes)
+            stream.total_items += len(self.sizes)
+            stream.total_bytes += sum(self.sizes)
+            stream.unread_sizes = [*stream.unread_sizes, *self.sizes]
+            stream.unread_bytes += sum(self.sizes)
 
     # -- consumers -------------------------------------------------------
 
@@ -201,14 +204,20 @@ class Stream(Aggregate):
                                 acked=current)
         if current == sequence and owner is not None:
             return False
-        self._acked(consumer_id=consumer_id, sequence=sequence, principal=principal)
+        self.trigger_event(self.Acked, consumer_id=consumer_id, sequence=sequence,
+                           principal=principal)
         return True
 
-    @event("Acked")
-    def _acked(self, consumer_id: str, sequence: int, principal: str) -> None:
-        self.acks = {**self.acks, consumer_id: sequence}
-        self.owners = {**self.owners, consumer_id: principal}
-        self._advance_floor(min(self.acks.values()))
+    class Acked(Aggregate.Event):
+        consumer_id: str
+        sequence: int
+        principal: str
+
+        def apply(self, aggregate: Any) -> None:
+            stream: Stream = aggregate
+            stream.acks = {**stream.acks, self.consumer_id: self.sequence}
+            stream.owners = {**stream.owners, self.consumer_id: self.principal}
+            stream._advance_floor(min(stream.acks.values()))
 
     def _advance_floor(self, candidate: int) -> None:
         # Credit once granted is never revoked: the floor only moves up, so a
@@ -226,23 +235,28 @@ class Stream(Aggregate):
         """Close for appends; idempotent (returns False when already closed)."""
         if self.closed:
             return False
-        self._closed()
+        self.trigger_event(self.Closed)
         return True
 
-    @event("Closed")
-    def _closed(self) -> None:
-        self.closed = True
+    class Closed(Aggregate.Event):
+        def apply(self, aggregate: Any) -> None:
+            stream: Stream = aggregate
+            stream.closed = True
 
     def set_legal_hold(self, held: bool, reason: str | None) -> bool:
         if held == self.legal_hold and reason == self.hold_reason:
             return False
-        self._hold_set(held=held, reason=reason)
+        self.trigger_event(self.LegalHoldSet, held=held, reason=reason)
         return True
 
-    @event("LegalHoldSet")
-    def _hold_set(self, held: bool, reason: str | None) -> None:
-        self.legal_hold = held
-        self.hold_reason = reason
+    class LegalHoldSet(Aggregate.Event):
+        held: bool
+        reason: str | None
+
+        def apply(self, aggregate: Any) -> None:
+            stream: Stream = aggregate
+            stream.legal_hold = self.held
+            stream.hold_reason = self.reason
 
     def prune(self, through: int) -> int:
         """Remove records up to `through` (clamped to head); never while held.
@@ -254,13 +268,16 @@ class Stream(Aggregate):
         through = min(through, self.head)
         if through < self.earliest:
             return self.earliest
-        self._pruned(through=through)
+        self.trigger_event(self.Pruned, through=through)
         return self.earliest
 
-    @event("Pruned")
-    def _pruned(self, through: int) -> None:
-        self.earliest = through + 1
-        self._advance_floor(through)
+    class Pruned(Aggregate.Event):
+        through: int
+
+        def apply(self, aggregate: Any) -> None:
+            stream: Stream = aggregate
+            stream.earliest = self.through + 1
+            stream._advance_floor(self.through)
 
     def erase(self) -> bool:
         """Seal (and close) the stream for good and remove its records unless it is under
@@ -272,21 +289,23 @@ class Stream(Aggregate):
         """
         if self.legal_hold:
             if not self.erased:
-                self._sealed()
+                self.trigger_event(self.Sealed)
             return False
         if self.erased and self.earliest == self.head + 1:
             return False
-        self._erased()
+        self.trigger_event(self.Erased)
         return True
 
-    @event("Sealed")
-    def _sealed(self) -> None:
-        self.erased = True
-        self.closed = True
+    class Sealed(Aggregate.Event):
+        def apply(self, aggregate: Any) -> None:
+            stream: Stream = aggregate
+            stream.erased = True
+            stream.closed = True
 
-    @event("Erased")
-    def _erased(self) -> None:
-        self.erased = True
-        self.closed = True
-        self.earliest = self.head + 1
-        self._advance_floor(self.head)
+    class Erased(Aggregate.Event):
+        def apply(self, aggregate: Any) -> None:
+            stream: Stream = aggregate
+            stream.erased = True
+            stream.closed = True
+            stream.earliest = stream.head + 1
+            stream._advance_floor(stream.head)

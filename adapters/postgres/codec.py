@@ -14,6 +14,7 @@ past the size at which Postgres compresses it).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -69,6 +70,29 @@ class StreamDefinitionAsJson(Transcoding):
         return definition
 
 
+class RecentDatetimesAsISO(DatetimeAsISO):
+    """The library's datetime transcoding, remembering recent texts: a commit writes
+    the same few moments again and again (an event's timestamp is its aggregate's
+    `_modified_on`; creation times never change), and formatting costs more than
+    looking one up. Equal instants in other zones compare equal but format
+    differently, so a text is only reused for the same zone."""
+
+    _LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._texts: dict[datetime, tuple[Any, str]] = {}
+
+    def encode(self, obj: datetime) -> str:
+        known = self._texts.get(obj)
+        if known is not None and known[0] is obj.tzinfo:
+            return known[1]
+        if len(self._texts) >= self._LIMIT:
+            self._texts.clear()
+        text = obj.isoformat()
+        self._texts[obj] = (obj.tzinfo, text)
+        return text
+
+
 class TaggingTranscoder(JSONTranscoder):
     """Writes the very bytes `JSONTranscoder` writes, about three times faster.
 
@@ -84,13 +108,23 @@ class TaggingTranscoder(JSONTranscoder):
         return self._encoder.encode(self._tagged(obj))
 
     def _tagged(self, value: Any) -> Any:
+        """`value` with registered types tagged; containers of scalars only (most of
+        them) are returned as they are, not copied."""
         kind = type(value)
+        if kind is dict:
+            tagged: dict[Any, Any] | None = None
+            for key, item in value.items():
+                if type(item) not in _SCALARS:
+                    if tagged is None:
+                        tagged = dict(value)
+                    tagged[key] = self._tagged(item)
+            return value if tagged is None else tagged
+        if kind is list or kind is tuple:
+            if all(type(item) in _SCALARS for item in value):
+                return value
+            return [self._tagged(item) for item in value]
         if kind in _SCALARS:
             return value
-        if kind is dict:
-            return {key: self._tagged(item) for key, item in value.items()}
-        if kind is list or kind is tuple:
-            return [self._tagged(item) for item in value]
         transcoding = self.types.get(kind)
         if transcoding is None:
             return value  # msgspec writes what json would (enums by value) or refuses
@@ -102,7 +136,7 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 def build_mapper(definitions: StreamDefinitionAsJson) -> Mapper[UUID]:
     transcoder = TaggingTranscoder()
-    for transcoding in (UUIDAsHex(), DatetimeAsISO(), definitions):
+    for transcoding in (UUIDAsHex(), RecentDatetimesAsISO(), definitions):
         transcoder.register(transcoding)
     # No tuple transcoding: the JSON encoder writes tuples as arrays before any
     # `default` hook runs, so aggregates keep lists (the domain assigns lists).

@@ -8,7 +8,7 @@ sequence of commands (Hypothesis), and for what the store really wrote.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from uuid import UUID
 
 import asyncpg
@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from adapters.postgres import open_postgres
-from adapters.postgres.codec import AggregateCodec, StreamDefinitionAsJson
+from adapters.postgres.codec import AggregateCodec, RecentDatetimesAsISO, StreamDefinitionAsJson
 from domain.definition import build_definition
 from domain.errors import DomainError
 from domain.identifiers import StreamKey
@@ -135,3 +135,13 @@ async def test_the_event_log_the_store_writes_replays_to_the_snapshot_it_keeps(
     assert [e.originator_version for e in events] == list(range(1, 9))
     assert loaded is not None and loaded.version == 8
     assert vars(codec.replay(Stream, events)) == vars(loaded)
+
+
+def test_a_remembered_datetime_text_is_reused_only_for_the_same_zone() -> None:
+    transcoding = RecentDatetimesAsISO()
+    utc = datetime(2026, 1, 1, 12, tzinfo=UTC)
+    paris = utc.astimezone(timezone(timedelta(hours=1)))
+    assert utc == paris  # one instant: equal, and equal as dictionary keys
+    assert transcoding.encode(utc) == "2026-01-01T12:00:00+00:00"
+    assert transcoding.encode(paris) == "2026-01-01T13:00:00+01:00"
+    assert transcoding.encode(utc) == "2026-01-01T12:00:00+00:00"
