@@ -236,10 +236,8 @@ def reject(locked: LockedStream, session: PostgresSession) -> None:
 class GroupWrites:
     """What a group writes, column by column (see `write_statement`)."""
 
-    event_ids: list[UUID] = field(default_factory=list)
-    event_versions: list[int] = field(default_factory=list)
-    event_topics: list[str] = field(default_factory=list)
-    event_states: list[bytes] = field(default_factory=list)
+    events: list[tuple[Any, ...]] = field(default_factory=list)
+    """`runnel_event` values."""
     records: list[tuple[Any, ...]] = field(default_factory=list)
     receipt_streams: list[UUID] = field(default_factory=list)
     receipt_keys: list[str] = field(default_factory=list)
@@ -267,40 +265,28 @@ class GroupWrites:
     consumer_ids: list[str] = field(default_factory=list)
     consumer_acks: list[int] = field(default_factory=list)
     consumer_owners: list[str | None] = field(default_factory=list)
-    stream_ids: list[UUID] = field(default_factory=list)
-    stream_topics: list[str] = field(default_factory=list)
-    stream_snapshots: list[bytes] = field(default_factory=list)
-    stream_versions: list[int] = field(default_factory=list)
-    stream_expected: list[int] = field(default_factory=list)
-    stream_heads: list[int] = field(default_factory=list)
-    stream_earliest: list[int] = field(default_factory=list)
-    stream_items: list[int] = field(default_factory=list)
-    stream_bytes: list[int] = field(default_factory=list)
-    stream_closed: list[bool] = field(default_factory=list)
-    stream_held: list[bool] = field(default_factory=list)
-    stream_erased: list[bool] = field(default_factory=list)
+    stream_updates: list[tuple[Any, ...]] = field(default_factory=list)
+    """`runnel_stream_update` values: snapshot and denormalised columns, and the version
+    each row must still have."""
     wakes: list[str] = field(default_factory=list)
-    checked_ids: list[UUID] = field(default_factory=list)
-    checked_versions: list[int] = field(default_factory=list)
-    """Streams decided on without the row lock, and the versions they were decided on."""
+    checked: list[tuple[UUID, int]] = field(default_factory=list)
+    """`runnel_stream_version` values: streams decided on without the row lock, and the
+    versions they were decided on."""
     local_wakes: list[Wake] = field(default_factory=list)
     """For this process's own readers; not a statement argument."""
 
     def check(self, locked: LockedStream) -> None:
         """Make the statement fail unless this stream is still at the version decided on
         and its run is not erased (for a group decided without the row lock)."""
-        self.checked_ids.append(locked.id)
-        self.checked_versions.append(locked.pristine.version)
+        self.checked.append((locked.id, locked.pristine.version))
 
     def add(self, locked: LockedStream, codec: AggregateCodec, origin: str) -> None:
         if not locked.changed:
             return
         stream = locked.stream
-        for stored in codec.events([*locked.events, *locked.intent_events]):
-            self.event_ids.append(stored.originator_id)  # type: ignore[arg-type]
-            self.event_versions.append(stored.originator_version)
-            self.event_topics.append(stored.topic)
-            self.event_states.append(stored.state)
+        self.events.extend((stored.originator_id, stored.originator_version, stored.topic,
+                            stored.state)
+                           for stored in codec.events([*locked.events, *locked.intent_events]))
         texts = locked.payload_texts
         self.records.extend(_record_row(locked.id, record, texts[record.sequence])
                             for record in locked.records)
@@ -323,18 +309,10 @@ class GroupWrites:
         self._add_consumers(locked)
         if stream.version != locked.pristine.version:
             snapshot = codec.snapshot(stream)
-            self.stream_ids.append(locked.id)
-            self.stream_topics.append(snapshot.topic)
-            self.stream_snapshots.append(snapshot.state)
-            self.stream_versions.append(stream.version)
-            self.stream_expected.append(locked.pristine.version)
-            self.stream_heads.append(stream.head)
-            self.stream_earliest.append(stream.earliest)
-            self.stream_items.append(stream.total_items)
-            self.stream_bytes.append(stream.total_bytes)
-            self.stream_closed.append(stream.closed)
-            self.stream_held.append(stream.legal_hold)
-            self.stream_erased.append(stream.erased)
+            self.stream_updates.append((
+                locked.id, snapshot.topic, snapshot.state, stream.version,
+                locked.pristine.version, stream.head, stream.earliest, stream.total_items,
+                stream.total_bytes, stream.closed, stream.legal_hold, stream.erased))
         wake = Wake(locked.key, stream.head, stream.closed, carried_records(tuple(locked.records)))
         self.wakes.append(encode_wake(wake, origin, texts))
         self.local_wakes.append(wake)
@@ -387,8 +365,8 @@ def _consumer_state(acks: Mapping[str, int], owners: Mapping[str, str | None]
 _PARTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("new_events", """
     INSERT INTO stream_events (originator_id, originator_version, topic, state)
-    SELECT * FROM unnest({}::uuid[], {}::int4[], {}::text[], {}::bytea[])""",
-     ("event_ids", "event_versions", "event_topics", "event_states")),
+    SELECT * FROM unnest({}::runnel_event[])""",
+     ("events",)),
     ("new_records", """
     INSERT INTO records (stream, sequence, content_type, appended_at, size, payload, data,
                          object_id, object_size, object_sha256, object_content_type,
@@ -437,22 +415,16 @@ _PARTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         version = u.version, head = u.head, earliest = u.earliest,
         total_items = u.total_items, total_bytes = u.total_bytes, closed = u.closed,
         legal_hold = u.legal_hold, erased = u.erased, updated_at = now()
-    FROM unnest({}::uuid[], {}::text[], {}::bytea[], {}::int4[], {}::int4[], {}::int8[],
-                {}::int8[], {}::int8[], {}::int8[], {}::bool[], {}::bool[], {}::bool[])
-        AS u(id, topic, snapshot, version, expected, head, earliest, total_items, total_bytes,
-             closed, legal_hold, erased)
+    FROM unnest({}::runnel_stream_update[]) AS u
     WHERE s.id = u.id AND s.version = u.expected
     RETURNING s.id""",
-     ("stream_ids", "stream_topics", "stream_snapshots", "stream_versions", "stream_expected",
-      "stream_heads", "stream_earliest", "stream_items", "stream_bytes", "stream_closed",
-      "stream_held", "stream_erased")),
+     ("stream_updates",)),
     ("current", """
     SELECT count(*) AS streams FROM streams AS s
-    JOIN unnest({}::uuid[], {}::int4[]) AS k(id, version)
-        ON s.id = k.id AND s.version = k.version
+    JOIN unnest({}::runnel_stream_version[]) AS k ON s.id = k.id AND s.version = k.version
     WHERE NOT EXISTS (SELECT 1 FROM erased_runs AS e
                       WHERE e.tenant = s.tenant AND e.run_id = s.run_id)""",
-     ("checked_ids", "checked_versions")),
+     ("checked",)),
 )
 
 
@@ -474,11 +446,11 @@ def write_statement(writes: GroupWrites) -> tuple[str, list[Any]]:
         ctes.append(f"{name} AS ({template.format(*placeholders)}\n)")
         arguments.extend(values)
     conditions = []
-    if writes.stream_ids:
-        arguments.append(len(writes.stream_ids))
+    if writes.stream_updates:
+        arguments.append(len(writes.stream_updates))
         conditions.append(f"(SELECT count(*) FROM updated) = ${len(arguments)}::int8")
-    if writes.checked_ids:
-        arguments.append(len(writes.checked_ids))
+    if writes.checked:
+        arguments.append(len(writes.checked))
         conditions.append(f"(SELECT streams FROM current) = ${len(arguments)}::int8")
     arguments.append(writes.wakes)
     select = (f"SELECT (SELECT count(pg_notify('{WAKE_CHANNEL}', wake)) "
