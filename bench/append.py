@@ -250,7 +250,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--commit-connections", type=int, default=2)
+    parser.add_argument("--commit-connections", type=int, default=3)
     parser.add_argument("--max-group", type=int, default=256,
                         help="1 = one transaction per command, to compare")
     arguments = parser.parse_args()

@@ -51,7 +51,7 @@ class PostgresAdapters:
 
 
 async def open_postgres(dsn: str, *, migrate: bool = True, listen: bool = True,
-                        pool_size: int = 10, commit_connections: int = 2,
+                        pool_size: int = 10, commit_connections: int = 3,
                         max_group: int = 256, listen_dsn: str | None = None,
                         listen_settings: ListenSettings | None = None) -> PostgresAdapters:
     """Connect to `dsn`.

@@ -71,25 +71,26 @@ class StreamDefinitionAsJson(Transcoding):
 
 
 class RecentDatetimesAsISO(DatetimeAsISO):
-    """The library's datetime transcoding, remembering recent texts: a commit writes
-    the same few moments again and again (an event's timestamp is its aggregate's
-    `_modified_on`; creation times never change), and formatting costs more than
-    looking one up. Equal instants in other zones compare equal but format
-    differently, so a text is only reused for the same zone."""
+    """The library's datetime transcoding, remembering the texts of recent datetime
+    objects: a commit writes the same few objects again and again (an event's
+    timestamp *is* its aggregate's `_modified_on`; creation times never change),
+    and formatting one costs more than looking it up. Keyed by identity (hashing
+    an aware datetime is itself costly); an entry holds its object, so the id
+    cannot be reused while the entry lives."""
 
     _LIMIT = 4096
 
     def __init__(self) -> None:
-        self._texts: dict[datetime, tuple[Any, str]] = {}
+        self._texts: dict[int, tuple[datetime, str]] = {}
 
     def encode(self, obj: datetime) -> str:
-        known = self._texts.get(obj)
-        if known is not None and known[0] is obj.tzinfo:
+        known = self._texts.get(id(obj))
+        if known is not None and known[0] is obj:
             return known[1]
         if len(self._texts) >= self._LIMIT:
             self._texts.clear()
         text = obj.isoformat()
-        self._texts[obj] = (obj.tzinfo, text)
+        self._texts[id(obj)] = (obj, text)
         return text
 
 

@@ -153,7 +153,7 @@ class GroupCommitter:
     """Runs units of work in shared transactions on `connections` pool connections."""
 
     def __init__(self, pool: asyncpg.Pool, codec: AggregateCodec, cache: StreamCache, *,
-                 origin: str, on_committed: OnCommitted, connections: int = 2,
+                 origin: str, on_committed: OnCommitted, connections: int = 3,
                  max_group: int = 256, optimistic: bool = True) -> None:
         self._pool = pool
         self._cache = cache

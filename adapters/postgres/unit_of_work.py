@@ -70,31 +70,48 @@ def load_intent_row(codec: AggregateCodec, row: Mapping[str, Any]) -> ObjectInte
                       row["snapshot"])
 
 
-@dataclass
 class LockedStream:
-    """One stream row locked by a group transaction, and what its sessions staged.
+    """One stream of a group (row-locked, or decided on optimistically), and what its
+    sessions staged.
 
-    `pristine` is the committed state as locked (never changed: sessions work on
-    `stream`, a clone of it)."""
+    `pristine` is the committed state the group started from (never changed:
+    sessions work on `stream`, a clone of it). A plain class: one is made per
+    stream per group, and a dataclass's default factories cost more."""
 
-    key: StreamKey
-    id: UUID
-    pristine: Stream
-    run_erased: bool
-    stream: Stream = field(init=False)
-    events: list[Any] = field(default_factory=list)
-    records: list[StoredRecord] = field(default_factory=list)
-    receipts: dict[str, int] = field(default_factory=dict)
-    deliveries: list[int] = field(default_factory=list)
-    deletions: list[tuple[str, str, datetime]] = field(default_factory=list)
-    intents: dict[str, ObjectIntent] = field(default_factory=dict)
-    intent_events: list[Any] = field(default_factory=list)
-    payload_texts: dict[int, str | None] = field(default_factory=dict)
-    delete_through: int = 0
-    changed: bool = False
+    __slots__ = (
+        "changed",
+        "delete_through",
+        "deletions",
+        "deliveries",
+        "events",
+        "id",
+        "intent_events",
+        "intents",
+        "key",
+        "payload_texts",
+        "pristine",
+        "receipts",
+        "records",
+        "run_erased",
+        "stream",
+    )
 
-    def __post_init__(self) -> None:
-        self.stream = clone(self.pristine)
+    def __init__(self, key: StreamKey, row_id: UUID, pristine: Stream, run_erased: bool) -> None:
+        self.key = key
+        self.id = row_id
+        self.pristine = pristine
+        self.run_erased = run_erased
+        self.stream: Stream = clone(pristine)
+        self.events: list[Any] = []
+        self.records: list[StoredRecord] = []
+        self.receipts: dict[str, int] = {}
+        self.deliveries: list[int] = []
+        self.deletions: list[tuple[str, str, datetime]] = []
+        self.intents: dict[str, ObjectIntent] = {}
+        self.intent_events: list[Any] = []
+        self.payload_texts: dict[int, str | None] = {}
+        self.delete_through = 0
+        self.changed = False
 
 
 class SessionClosed(RuntimeError):

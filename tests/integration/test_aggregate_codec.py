@@ -137,7 +137,7 @@ async def test_the_event_log_the_store_writes_replays_to_the_snapshot_it_keeps(
     assert vars(codec.replay(Stream, events)) == vars(loaded)
 
 
-def test_a_remembered_datetime_text_is_reused_only_for_the_same_zone() -> None:
+def test_a_remembered_datetime_text_belongs_to_its_own_object() -> None:
     transcoding = RecentDatetimesAsISO()
     utc = datetime(2026, 1, 1, 12, tzinfo=UTC)
     paris = utc.astimezone(timezone(timedelta(hours=1)))
@@ -145,3 +145,4 @@ def test_a_remembered_datetime_text_is_reused_only_for_the_same_zone() -> None:
     assert transcoding.encode(utc) == "2026-01-01T12:00:00+00:00"
     assert transcoding.encode(paris) == "2026-01-01T13:00:00+01:00"
     assert transcoding.encode(utc) == "2026-01-01T12:00:00+00:00"
+    assert transcoding.encode(datetime(2026, 1, 1, 12, tzinfo=UTC)) == "2026-01-01T12:00:00+00:00"
