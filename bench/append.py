@@ -3,8 +3,10 @@
 Prints figures; never passes or fails. Runs against a throwaway database it
 creates and drops on the server of `RUNNEL_BENCH_PG_DSN` (an admin DSN,
 default `postgresql://postgres@127.0.0.1:5432/postgres`). Takes about a minute.
+Runs on uvloop, the loop `runnel serve` runs on (uvicorn picks it), for the floor
+and the application alike. Like pgbench, every run starts after a VACUUM.
 
-    .venv/bin/python bench/append.py [--seconds 2] [--rounds 3]
+    .venv/bin/python bench/append.py [--seconds 2] [--rounds 3] [--locked] [--max-group 1]
 
 Scenarios (each runs for a fixed time and counts what was acknowledged):
 - raw floor: a plain asyncpg single-row INSERT-and-commit loop, 1 and 16
@@ -186,7 +188,8 @@ def report(figures: list[Figure]) -> None:
               f"  {figure.records_per_second:>9,.0f} records/s")
 
 
-async def main(seconds: float, rounds: int, commit_connections: int, max_group: int) -> None:
+async def main(seconds: float, rounds: int, commit_connections: int, max_group: int,
+               locked: bool) -> None:
     database = f"runnel_bench_{uuid.uuid4().hex[:10]}"
     admin = await asyncpg.connect(ADMIN_DSN)
     await admin.execute(f'CREATE DATABASE "{database}"')
@@ -211,6 +214,7 @@ async def main(seconds: float, rounds: int, commit_connections: int, max_group: 
         adapters = await open_postgres(dsn, listen=False, pool_size=20,
                                        commit_connections=commit_connections,
                                        max_group=max_group)
+        adapters.store.committer.optimistic = not locked
         try:
             bench = Bench(adapters)
             one = await bench.streams("single", 1)
@@ -243,7 +247,8 @@ async def main(seconds: float, rounds: int, commit_connections: int, max_group: 
         await admin.close()
     print(f"Runnel append benchmark: {rounds} rounds of {seconds:g} s per scenario, "
           f"{os.cpu_count()} CPUs, {commit_connections} commit connection(s), "
-          f"at most {max_group} units of work per transaction; medians")
+          f"at most {max_group} units of work per transaction"
+          f"{', every group locked' if locked else ''}; medians")
     report([median_figure(figures) for figures in runs.values()])
     print("Targets (median of the per-round ratios):")
     for name, label in (("spread", "16 producers on 16 streams"),
@@ -263,6 +268,8 @@ if __name__ == "__main__":
     parser.add_argument("--commit-connections", type=int, default=3)
     parser.add_argument("--max-group", type=int, default=256,
                         help="1 = one transaction per command, to compare")
+    parser.add_argument("--locked", action="store_true",
+                        help="every group under the row lock (no optimistic groups), to compare")
     arguments = parser.parse_args()
     uvloop.run(main(arguments.seconds, arguments.rounds, arguments.commit_connections,
-                     arguments.max_group))
+                    arguments.max_group, arguments.locked))
