@@ -315,6 +315,10 @@ class GroupCommitter:
                     writes.add(stream, self._codec, self._origin)
                 statement, arguments = write_statement(writes)
                 await connection.execute(statement, *arguments)
+        except asyncio.CancelledError:  # the store is closing: whatever was sent, say so
+            for request in group:
+                _fail_request(request, StoreClosed("the store is closed"))
+            raise
         except NeedsLock:
             return False
         except _DATABASE_ERRORS as error:

@@ -8,17 +8,19 @@ commit anything decided on it.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
+import asyncpg
 import pytest
 
 from adapters.postgres import PostgresAdapters, open_postgres
-from adapters.postgres.group_commit import NestedUnitOfWork
+from adapters.postgres.group_commit import NestedUnitOfWork, StoreClosed
 from application.ports import StreamSession
 from application.service import RunnelService
 from domain.errors import Backpressure
 from domain.identifiers import RunKey
-from tests.integration.support import RUN, TENANT, WRITER, definition, service_on
+from tests.integration.support import DEADLINE, RUN, TENANT, WRITER, definition, service_on
 from tests.pg import pg_dsn, pg_template  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.postgres
@@ -133,3 +135,31 @@ async def test_a_unit_of_work_inside_transact_is_refused_not_deadlocked(
 
 async def _nothing() -> None:
     return None
+
+
+async def test_closing_the_store_answers_a_group_whose_statement_is_in_flight(
+        pg_dsn: str) -> None:  # noqa: F811
+    adapters = await open_postgres(pg_dsn, migrate=False, listen=False)
+    admin = await asyncpg.connect(pg_dsn)
+    try:
+        service = service_on(adapters)
+        await service.definitions.create(WRITER, RUN, definition("s"))
+        await service.appender.append(WRITER, RUN, "s", [{"payload": 1}])  # state now held
+        holding = admin.transaction()
+        await holding.start()
+        await admin.execute("LOCK TABLE stream_events IN ACCESS EXCLUSIVE MODE")
+        append = asyncio.create_task(service.appender.append(WRITER, RUN, "s", [{"payload": 2}]))
+        async with asyncio.timeout(DEADLINE):
+            while not await admin.fetchval(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND wait_event_type = 'Lock' AND query LIKE '%runnel_event%'"):
+                await asyncio.sleep(0.01)
+        assert adapters.store.committer.stats.optimistic_groups == 1
+        await adapters.store.committer.close()
+        with pytest.raises(StoreClosed):
+            async with asyncio.timeout(DEADLINE):
+                await append
+        await holding.rollback()
+    finally:
+        await admin.close()
+        await adapters.close()
