@@ -52,16 +52,15 @@ from typing import Any
 import asyncpg
 
 from adapters.postgres.codec import AggregateCodec
+from adapters.postgres.group_writes import GroupWrites, write_statement
 from adapters.postgres.ids import stream_id
 from adapters.postgres.stream_cache import StreamCache
 from adapters.postgres.unit_of_work import (
-    GroupWrites,
     LockedStream,
     NeedsLock,
     PostgresSession,
     accept,
     reject,
-    write_statement,
 )
 from application.ports import Wake
 from domain.errors import NotFound
@@ -142,7 +141,6 @@ class GroupCommitStats:
     units: int = 0
     failed_groups: int = 0
     largest_group: int = 0
-    retried_lock_waits: int = 0
     optimistic_groups: int = 0
     conflicts: int = 0
     """Optimistic groups that found a stream changed by another writer and ran again locked."""
