@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 
 from application.node import NodeSettings
@@ -10,6 +11,8 @@ from application.ports import BodyDeletion, Clock, DeletionOutbox, ObjectStore, 
 HOLD_RECHECK_SECONDS = 60.0
 """How long a deletion waits before looking at its stream's legal hold again."""
 MAX_BACKOFF_SECONDS = 300.0
+AT_ONCE = "at-once"
+"""The claimer name of deletions made by the change that queued them (`delete_now`)."""
 
 
 def deletion_backoff_seconds(attempts: int) -> float:
@@ -38,6 +41,19 @@ class BodyDeleter:
         """Handle due rows; returns how many bodies were deleted."""
         claimed = await self._deletions.claim(worker, self._clock.now(),
                                               self._node.delivery_lease_seconds, limit)
+        deleted = 0
+        for deletion in claimed:
+            if await self._delete(deletion):
+                deleted += 1
+        return deleted
+
+    async def delete_now(self, bodies: Sequence[tuple[str, str]]) -> int:
+        """Delete bodies a change just queued, at once for its caller, the worker's way:
+        claimed first (so a hold being placed waits for them), the hold looked at after
+        the claim, the row completed after the delete. Returns how many were deleted;
+        the others (held, failed, claimed elsewhere) are left to the worker."""
+        claimed = await self._deletions.claim_bodies(AT_ONCE, bodies, self._clock.now(),
+                                                     self._node.delivery_lease_seconds)
         deleted = 0
         for deletion in claimed:
             if await self._delete(deletion):

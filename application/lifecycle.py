@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
 from application.access import load_stream, run_key, stream_for_writing, stream_key
+from application.deletion import BodyDeleter
 from application.node import NodeSettings
-from application.ports import ObjectStore, StreamStore
+from application.ports import Clock, DeletionOutbox, StreamStore
 from domain.errors import InvalidRecord
+from domain.identifiers import StreamKey
 from domain.object_intent import LIVE_STATES, WITH_BODY
 from domain.principal import Principal, Scope
 
@@ -20,10 +23,17 @@ class ErasureReport:
     held_streams: list[str] = field(default_factory=list)
 
 
+HOLD_DRAIN_POLL_SECONDS = 0.05
+"""How often placing a hold looks again for deletions of its stream under way."""
+
+
 class StreamLifecycle:
-    def __init__(self, store: StreamStore, objects: ObjectStore, node: NodeSettings) -> None:
+    def __init__(self, store: StreamStore, deletions: DeletionOutbox, deleter: BodyDeleter,
+                 clock: Clock, node: NodeSettings) -> None:
         self._store = store
-        self._objects = objects
+        self._deletions = deletions
+        self._deleter = deleter
+        self._clock = clock
         self._node = node
 
     async def close(self, principal: Principal, run_id: str, stream_id: str) -> int:
@@ -36,7 +46,12 @@ class StreamLifecycle:
 
     async def set_legal_hold(self, principal: Principal, run_id: str, stream_id: str,
                              held: bool, reason: str | None) -> tuple[bool, str | None]:
-        """Only admins place or lift a hold; while held nothing of the stream is deleted."""
+        """Only admins place or lift a hold; while held nothing of the stream is deleted.
+
+        Placing one answers once no deletion of the stream is under way: a worker
+        that looked at the stream before the hold committed may be deleting a body
+        right now, and the hold waits for it (at most one lease), so that from the
+        answer on nothing of the stream is deleted."""
         principal.require_scope(Scope.ADMIN)
         if reason is not None and len(reason) > 1000:
             raise InvalidRecord("reason must be at most 1000 characters")
@@ -44,7 +59,18 @@ class StreamLifecycle:
         await load_stream(self._store, key)
         async with self._store.lock(key) as session:
             session.stream.set_legal_hold(held, reason)
-            return session.stream.legal_hold, session.stream.hold_reason
+            answer = session.stream.legal_hold, session.stream.hold_reason
+        if held:
+            await self._deletions_under_way_finished(key)
+        return answer
+
+    async def _deletions_under_way_finished(self, key: StreamKey) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._node.delivery_lease_seconds  # leases end by then
+        while await self._deletions.in_flight(key, self._clock.now()):
+            if loop.time() >= deadline:
+                return
+            await asyncio.sleep(HOLD_DRAIN_POLL_SECONDS)
 
     async def erase_run(self, principal: Principal, run_id: str) -> ErasureReport:
         """Erase records and object bodies of every stream not under legal hold.
@@ -61,9 +87,11 @@ class StreamLifecycle:
         for listed in streams:
             async with self._store.lock(listed.key) as session:
                 head = session.stream.head
-                session.stream.erase()
+                removing = session.stream.erase()
                 if session.stream.legal_hold:
                     held.append(listed.stream_id)
+                    continue
+                if not removing:  # erased before: its records went then, its bodies were queued
                     continue
                 records += (await session.remove_records_through(head)).records
                 intents = await session.intents()
@@ -72,10 +100,9 @@ class StreamLifecycle:
                     if intent.current_state in LIVE_STATES:
                         intent.abort()
                         session.save_intent(intent)
-            # Bodies go after the commit: a crash in between leaves orphans for the
-            # sweeper, never a record that points at a deleted body.
-            for intent in bodies:
-                if await self._objects.stat(intent.region, intent.object_key) is not None:
-                    await self._objects.delete(intent.region, intent.object_key)
-                    objects += 1
+                doomed = [(intent.region, intent.object_key) for intent in bodies]
+                session.queue_deletions(doomed, self._clock.now())
+            # Bodies go after the commit (never a record that points at a deleted body),
+            # queued with it: a crash in between leaves them to the deletion worker.
+            objects += await self._deleter.delete_now(doomed)
         return ErasureReport(len(streams), records, objects, held)

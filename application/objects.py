@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from application.access import stream_for_reading, stream_for_writing, stream_key
 from application.appending import Appender
+from application.deletion import BodyDeleter
 from application.node import NodeSettings
 from application.ports import Clock, ObjectStore, StreamSession, StreamStore
 from domain.errors import DomainError, NotFound, ObjectStateConflict, RunErased
@@ -29,10 +30,11 @@ class Objects:
     bodies go only to stores of the stream's pinned object regions."""
 
     def __init__(self, store: StreamStore, objects: ObjectStore, appender: Appender,
-                 clock: Clock, node: NodeSettings) -> None:
+                 deleter: BodyDeleter, clock: Clock, node: NodeSettings) -> None:
         self._store = store
         self._objects = objects
         self._appender = appender
+        self._deleter = deleter
         self._clock = clock
         self._node = node
 
@@ -116,9 +118,9 @@ class Objects:
             session.save_intent(intent)
             held = self._queue_body_deletion(session, intent)
         if not held:
-            # Right away for the caller; the queued row covers a crash before this line.
-            # An upload may still be in flight; deleting an absent body is harmless.
-            await self._objects.delete(intent.region, intent.object_key)
+            # Right away for the caller, through the queued row (a hold being placed
+            # waits for it). An upload may still be in flight; an absent body is fine.
+            await self._deleter.delete_now([(intent.region, intent.object_key)])
         return intent
 
     async def get(self, principal: Principal, run_id: str, stream_id: str,
@@ -156,7 +158,7 @@ class Objects:
                 session.save_intent(locked)
                 held = self._queue_body_deletion(session, locked)
         if not held:
-            await self._objects.delete(intent.region, intent.object_key)
+            await self._deleter.delete_now([(intent.region, intent.object_key)])
         raise ObjectStateConflict("the object intent expired", state=IntentState.EXPIRED.value)
 
     def _queue_body_deletion(self, session: StreamSession, intent: ObjectIntent) -> bool:

@@ -336,6 +336,16 @@ class DeletionOutbox(Protocol):
         (a failure), without one it does not (e.g. the stream is under legal hold)."""
         ...
 
+    async def claim_bodies(self, worker: str, bodies: Sequence[tuple[str, str]],
+                           now: datetime, lease_seconds: float) -> Sequence[BodyDeletion]:
+        """Claim the queued rows of these (region, key) bodies that no live lease covers,
+        whatever their `not_before`: a change that just queued them deletes them at once."""
+        ...
+
+    async def in_flight(self, stream: StreamKey, now: datetime) -> int:
+        """Rows of `stream` claimed under a live lease: deletions that may be under way."""
+        ...
+
 
 @dataclass(frozen=True)
 class InputEvent:

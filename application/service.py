@@ -65,20 +65,20 @@ class RunnelService:
     def build(cls, ports: Ports, node: NodeSettings, live_epoch: int) -> RunnelService:
         live = LivePublishing(ports.store, ports.bus, LiveSequencer(live_epoch), node)
         appender = Appender(ports.store, ports.bus, ports.clock, node, live)
+        deleter = BodyDeleter(ports.deletions, ports.store, ports.objects, ports.clock, node)
         return cls(
             definitions=StreamDefinitions(ports.store, ports.clock, node),
             appender=appender,
             reading=RecordReading(ports.store, ports.reader, node),
             follower=Follower(ports.store, ports.reader, ports.bus, ports.gaps, node),
             acks=Acknowledger(ports.store),
-            lifecycle=StreamLifecycle(ports.store, ports.objects, node),
-            objects=Objects(ports.store, ports.objects, appender, ports.clock, node),
+            lifecycle=StreamLifecycle(ports.store, ports.deletions, deleter, ports.clock, node),
+            objects=Objects(ports.store, ports.objects, appender, deleter, ports.clock, node),
             live=live,
             retention=RetentionPruner(ports.store, ports.reader, ports.clock),
             dispatcher=InputDispatcher(ports.outbox, ports.reader, ports.wait_service,
                                        ports.clock, node),
             reaper=IntentReaper(ports.store, ports.clock),
-            deleter=BodyDeleter(ports.deletions, ports.store, ports.objects, ports.clock,
-                                node),
+            deleter=deleter,
             orphans=OrphanSweeper(ports.store, ports.objects, ports.clock, node),
         )

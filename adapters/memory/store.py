@@ -310,6 +310,22 @@ class MemoryDeletionOutbox:
             claimed.append(row.deletion)
         return claimed
 
+    async def claim_bodies(self, worker: str, bodies: Sequence[tuple[str, str]],
+                           now: datetime, lease_seconds: float) -> Sequence[BodyDeletion]:
+        claimed: list[BodyDeletion] = []
+        for body in dict.fromkeys(bodies):
+            deletion_id = self._bodies.get(body)
+            row = self._rows.get(deletion_id) if deletion_id is not None else None
+            if row is None or (row.lease_until is not None and row.lease_until > now):
+                continue
+            row.lease_until = now + timedelta(seconds=lease_seconds)
+            claimed.append(row.deletion)
+        return claimed
+
+    async def in_flight(self, stream: StreamKey, now: datetime) -> int:
+        return sum(1 for row in self._rows.values() if row.deletion.stream == stream
+                   and row.lease_until is not None and row.lease_until > now)
+
     async def complete(self, deletion_id: str) -> None:
         row = self._rows.pop(deletion_id, None)
         if row is not None:

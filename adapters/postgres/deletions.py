@@ -18,6 +18,7 @@ from typing import Any
 
 import asyncpg
 
+from adapters.postgres.ids import stream_id
 from application.ports import BodyDeletion
 from domain.identifiers import StreamKey
 
@@ -38,7 +39,30 @@ RETURNING d.id, due.tenant, due.run_id, due.stream_id, d.region, d.object_key, d
           d.last_error, d.not_before
 """
 
+_CLAIM_BODIES = """
+WITH wanted AS (
+    SELECT d.id, s.tenant, s.run_id, s.stream_id FROM deletion_outbox AS d
+    JOIN unnest($4::text[], $5::text[]) AS b(region, object_key)
+        ON d.region = b.region AND d.object_key = b.object_key
+    LEFT JOIN streams AS s ON s.id = d.stream
+    WHERE d.lease_until IS NULL OR d.lease_until <= $2
+    ORDER BY d.id
+    FOR UPDATE OF d SKIP LOCKED
+)
+UPDATE deletion_outbox AS d
+SET claimed_by = $1, lease_until = $2 + make_interval(secs => $3)
+FROM wanted
+WHERE d.id = wanted.id
+RETURNING d.id, wanted.tenant, wanted.run_id, wanted.stream_id, d.region, d.object_key,
+          d.attempts, d.last_error, d.not_before
+"""
+
 _COMPLETE = "DELETE FROM deletion_outbox WHERE id = $1"
+
+_IN_FLIGHT = """
+SELECT count(*) FROM deletion_outbox
+WHERE stream = $1 AND claimed_by IS NOT NULL AND lease_until > $2
+"""
 
 _POSTPONE = """
 UPDATE deletion_outbox
@@ -69,6 +93,18 @@ class PostgresDeletionOutbox:
         rows = await self._pool.fetch(_CLAIM, worker, now, float(lease_seconds), limit)
         ordered = sorted(rows, key=lambda row: (row["not_before"], row["id"]))
         return [_deletion(row) for row in ordered]
+
+    async def claim_bodies(self, worker: str, bodies: Sequence[tuple[str, str]],
+                           now: datetime, lease_seconds: float) -> Sequence[BodyDeletion]:
+        if not bodies:
+            return []
+        rows = await self._pool.fetch(_CLAIM_BODIES, worker, now, float(lease_seconds),
+                                      [region for region, _ in bodies],
+                                      [key for _, key in bodies])
+        return [_deletion(row) for row in sorted(rows, key=lambda row: row["id"])]
+
+    async def in_flight(self, stream: StreamKey, now: datetime) -> int:
+        return int(await self._pool.fetchval(_IN_FLIGHT, stream_id(stream), now))
 
     async def complete(self, deletion_id: str) -> None:
         await self._pool.execute(_COMPLETE, int(deletion_id))

@@ -1,6 +1,7 @@
 """The deletion worker removes queued bodies, postpones them while the stream is held, and
 retries store failures with backoff."""
 
+import asyncio
 from collections.abc import AsyncIterable, AsyncIterator
 
 from adapters.memory.objects import MemoryObjectStore
@@ -124,13 +125,79 @@ async def test_abort_under_legal_hold_keeps_the_body_until_the_hold_is_released(
     assert sim.objects.keys("local") == []
 
 
-async def test_abort_deletes_at_once_and_leaves_a_row_that_survives_a_crash() -> None:
+async def test_abort_deletes_at_once_through_the_outbox() -> None:
     sim = simulation()
     await make_stream(sim)
     intent, _ = await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(b"body"))
     await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(b"body"))
     await sim.service.objects.abort(ALICE, RUN, "s", intent.object_id)
     assert sim.objects.keys("local") == []
+    assert sim.deletions.queued() == []  # claimed, deleted, completed
+
+
+async def test_an_at_once_delete_that_fails_is_left_to_the_worker() -> None:
+    sim = simulation()
+    clock = fake_clock(sim)
+    intent = await pruned_object(sim)  # queued, as a change that deletes at once queues it
+    flaky = FlakyObjectStore(sim.objects, failures=1)
+    deleter = BodyDeleter(sim.deletions, sim.store, flaky, clock, NodeSettings())
+    assert await deleter.delete_now([("local", intent.object_key)]) == 0
+    assert sim.objects.keys("local") == [intent.object_key]
     assert sim.deletions.queued() == [("local", intent.object_key)]
-    assert await sim.service.deleter.delete_once("w") == 1  # absent already: fine
-    assert sim.deletions.queued() == []
+    clock.advance(deletion_backoff_seconds(1))
+    assert await deleter.delete_once("w") == 1
+    assert sim.objects.keys("local") == []
+
+
+class GatedObjectStore(FlakyObjectStore):
+    """Deletes wait at a gate: a deletion is under way until the test opens it."""
+
+    def __init__(self, inner: MemoryObjectStore) -> None:
+        super().__init__(inner, failures=0)
+        self.deleting = asyncio.Event()
+        self.gate = asyncio.Event()
+
+    async def delete(self, region: str, key: str) -> None:
+        self.deleting.set()
+        await self.gate.wait()
+        await super().delete(region, key)
+
+
+async def test_placing_a_hold_waits_for_a_deletion_already_under_way() -> None:
+    sim = simulation()
+    gated = GatedObjectStore(sim.objects)
+    deleter = BodyDeleter(sim.deletions, sim.store, gated, sim.clock, NodeSettings())
+    first = await pruned_object(sim)
+    second, _ = await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(b"2nd", "o2"))
+    await sim.service.objects.upload(ALICE, RUN, "s", second.object_id, body_of(b"2nd"))
+    await sim.service.objects.commit(ALICE, RUN, "s", second.object_id)
+    await append_numbers(sim, 2, 2)
+    await sim.service.retention.prune(key())
+    assert len(sim.deletions.queued()) == 2
+    worker = asyncio.create_task(deleter.delete_once("w", limit=1))
+    await asyncio.wait_for(gated.deleting.wait(), 5)  # it saw no hold, and is deleting
+
+    hold = asyncio.create_task(
+        sim.service.lifecycle.set_legal_hold(ADMIN, RUN, "s", True, "audit"))
+    await asyncio.sleep(0.3)
+    assert not hold.done()  # the answer would promise what the worker is breaking
+    gated.gate.set()
+    assert await asyncio.wait_for(worker, 5) == 1
+    assert await asyncio.wait_for(hold, 5) == (True, "audit")
+    assert first.object_key not in sim.objects.keys("local")
+
+    # From the answer on, nothing of the stream is deleted.
+    assert await deleter.delete_once("w") == 0
+    assert second.object_key in sim.objects.keys("local")
+
+
+async def test_placing_a_hold_does_not_wait_for_a_claim_whose_lease_ended() -> None:
+    sim = simulation()
+    clock = fake_clock(sim)
+    await pruned_object(sim)
+    lease = NodeSettings().delivery_lease_seconds
+    assert len(await sim.deletions.claim("dead-worker", clock.now(), lease, 10)) == 1
+    clock.advance(lease + 1)
+    assert await asyncio.wait_for(
+        sim.service.lifecycle.set_legal_hold(ADMIN, RUN, "s", True, "audit"), 1) == (
+        True, "audit")

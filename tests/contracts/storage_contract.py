@@ -660,6 +660,25 @@ class StorageContract:
         last = our_bodies(await harness.deletions.claim("w", later, LEASE, 1000), key)
         assert [d.object_key for d in last] == [bodies[1], bodies[2], bodies[0]]
 
+    async def test_deletions_in_flight_are_the_stream_s_claims_under_a_live_lease(
+            self, harness: StorageHarness) -> None:
+        key, _ = await self.queued_bodies(harness)
+        assert await harness.deletions.in_flight(key, NOW) == 0  # queued, not claimed
+        claimed = our_bodies(await harness.deletions.claim("w", NOW, LEASE, 1000), key)
+        assert len(claimed) == 2
+        assert await harness.deletions.in_flight(key, NOW) == 2
+        other, _ = await self.queued_bodies(harness)
+        assert await harness.deletions.in_flight(other, NOW) == 0
+        await harness.deletions.complete(claimed[0].id)
+        await harness.deletions.postpone(claimed[1].id, NOW + timedelta(hours=1))
+        assert await harness.deletions.in_flight(key, NOW) == 0
+        again = our_bodies(await harness.deletions.claim("w", NOW + timedelta(seconds=1),
+                                                         LEASE, 1000), key)
+        assert len(again) == 1
+        assert await harness.deletions.in_flight(key, NOW + timedelta(seconds=2)) == 1
+        expired = NOW + timedelta(seconds=LEASE + 2)
+        assert await harness.deletions.in_flight(key, expired) == 0  # its worker is presumed dead
+
     async def test_dead_letters_stay_visible_and_are_never_claimed(
             self, harness: StorageHarness) -> None:
         key = await self.input_rows(harness)
