@@ -80,3 +80,32 @@ async def test_tail_with_a_bad_token_fails(server: RunnelServer, run_id: str) ->
                                                secret="not-a-jwt")
     assert (code, lines) == (1, [])
     assert "401" in err
+
+
+async def test_tail_live_prints_live_chunks_beside_the_records(
+        server: RunnelServer, api: httpx.AsyncClient, run_id: str) -> None:
+    await create_stream(api, run_id)
+    await append(api, run_id, "s", ["first"])
+    process = await start_tail(server, run_id, "s", "--live")
+    try:
+        assert process.stdout is not None
+        async with asyncio.timeout(GUARD_SECONDS):
+            first = await process.stdout.readline()  # following now, live chunks included
+        published = await api.post(f"/runs/{run_id}/streams/s/live",
+                                   json={"chunks": ["tok", {"t": 1}]})
+        assert published.status_code == 202
+        await append(api, run_id, "s", ["second"])
+        await api.post(f"/runs/{run_id}/streams/s/close")
+        code, lines, err = await finish(process)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert code == 0, err
+    lines = [first.decode().rstrip("\n"), *lines]
+    # Live chunks and records travel separately: each kind keeps its own order.
+    chunks = [json.loads(line.split("\t", 1)[1]) for line in lines if line.startswith("live\t")]
+    assert [(chunk["data"], chunk["index"]) for chunk in chunks] == [("tok", 0), ({"t": 1}, 1)]
+    assert chunks[0]["seq"] < chunks[1]["seq"]
+    assert [line for line in lines if not line.startswith("live\t")] == [
+        '1\t"first"', '2\t"second"']
