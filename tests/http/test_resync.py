@@ -12,8 +12,12 @@ import httpx
 
 from adapters.postgres import open_postgres
 from domain.identifiers import StreamKey
-from tests.http.raw_sse import complete_frames, dechunk, open_stalled_reader, \
-    read_response_to_its_end
+from tests.http.raw_sse import (
+    complete_frames,
+    dechunk,
+    open_stalled_reader,
+    read_response_to_its_end,
+)
 from tests.http.server import RunnelServer
 from tests.http.support import create_stream
 from tests.integration.support import service_on
