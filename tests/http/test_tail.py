@@ -6,6 +6,8 @@ import asyncio
 import io
 import json
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
@@ -17,37 +19,49 @@ from tests.http.support import GUARD_SECONDS, append, create_stream
 ROOT = Path(__file__).parents[2]
 
 
-async def start_tail(server: RunnelServer, *args: str) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
+class Tail:
+    """`runnel tail` as a child process: `following()` returns its first line (by then it
+    follows the stream), `finish()` waits for its exit; it is killed if still running."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+
+    async def following(self) -> str:
+        assert self.process.stdout is not None
+        async with asyncio.timeout(GUARD_SECONDS):
+            return (await self.process.stdout.readline()).decode().rstrip("\n")
+
+    async def finish(self) -> tuple[int, list[str], str]:
+        async with asyncio.timeout(GUARD_SECONDS):
+            out, err = await self.process.communicate()
+        assert self.process.returncode is not None
+        return self.process.returncode, out.decode().splitlines(), err.decode()
+
+
+@asynccontextmanager
+async def running_tail(server: RunnelServer, *args: str) -> AsyncIterator[Tail]:
+    process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "entrypoints.cli", "tail", *args, "--url", server.url,
         "--token", token(), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         cwd=ROOT)
-
-
-async def finish(process: asyncio.subprocess.Process) -> tuple[int, list[str], str]:
-    async with asyncio.timeout(GUARD_SECONDS):
-        out, err = await process.communicate()
-    assert process.returncode is not None
-    return process.returncode, out.decode().splitlines(), err.decode()
+    try:
+        yield Tail(process)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
 
 
 async def test_tail_prints_records_and_exits_0_when_the_stream_closes(
         server: RunnelServer, api: httpx.AsyncClient, run_id: str) -> None:
     await create_stream(api, run_id)
     await append(api, run_id, "s", [{"n": 1}, "two"])
-    process = await start_tail(server, run_id, "s")
-    try:
-        assert process.stdout is not None
-        async with asyncio.timeout(GUARD_SECONDS):
-            first = await process.stdout.readline()  # following now
+    async with running_tail(server, run_id, "s") as tail_process:
+        first = await tail_process.following()
         await append(api, run_id, "s", [3, {"n": "ü"}])
         await api.post(f"/runs/{run_id}/streams/s/close")
-        code, lines, err = await finish(process)
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-    lines = [first.decode().rstrip("\n"), *lines]
+        code, lines, err = await tail_process.finish()
+    lines = [first, *lines]
     assert code == 0, err
     assert [line.split("\t", 1) for line in lines] == [
         ["1", '{"n": 1}'], ["2", '"two"'], ["3", "3"], ["4", '{"n": "ü"}']]
@@ -86,23 +100,16 @@ async def test_tail_live_prints_live_chunks_beside_the_records(
         server: RunnelServer, api: httpx.AsyncClient, run_id: str) -> None:
     await create_stream(api, run_id)
     await append(api, run_id, "s", ["first"])
-    process = await start_tail(server, run_id, "s", "--live")
-    try:
-        assert process.stdout is not None
-        async with asyncio.timeout(GUARD_SECONDS):
-            first = await process.stdout.readline()  # following now, live chunks included
+    async with running_tail(server, run_id, "s", "--live") as tail_process:
+        first = await tail_process.following()  # live chunks included from now on
         published = await api.post(f"/runs/{run_id}/streams/s/live",
                                    json={"chunks": ["tok", {"t": 1}]})
         assert published.status_code == 202
         await append(api, run_id, "s", ["second"])
         await api.post(f"/runs/{run_id}/streams/s/close")
-        code, lines, err = await finish(process)
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+        code, lines, err = await tail_process.finish()
     assert code == 0, err
-    lines = [first.decode().rstrip("\n"), *lines]
+    lines = [first, *lines]
     # Live chunks and records travel separately: each kind keeps its own order.
     chunks = [json.loads(line.split("\t", 1)[1]) for line in lines if line.startswith("live\t")]
     assert [(chunk["data"], chunk["index"]) for chunk in chunks] == [("tok", 0), ({"t": 1}, 1)]
