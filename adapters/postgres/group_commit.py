@@ -28,13 +28,15 @@ Rules:
   the group's live aggregate; a failing one is rolled back in memory only
   (see `unit_of_work.reject`), the others still commit;
 - the whole group is written by one statement (events, records, receipts,
-  deliveries, intents, removals, consumer acks, snapshots, NOTIFY) and one
-  COMMIT; a unit of work's `async with` exits only after that COMMIT, so
-  nothing is acknowledged before it is durable, and a wake is only ever sent
-  by the commit itself;
-- if the transaction fails, every unit of work accepted in it fails with the
-  error (nothing of theirs is stored); units not yet started are retried in
-  the next group.
+  deliveries, intents, removals, consumer acks, snapshots, NOTIFY), then one
+  COMMIT for a locked group (an optimistic group's statement commits by
+  itself); no unit of work is answered before that, so nothing is
+  acknowledged before it is durable, and a wake is only ever sent by the
+  commit itself;
+- if a locked group's transaction fails, every unit of work accepted in it
+  fails with the error (nothing of theirs is stored); units not yet started
+  are retried in the next group. An optimistic group that fails wrote
+  nothing: it runs again locked.
 """
 
 from __future__ import annotations
