@@ -122,7 +122,7 @@ class TaggingTranscoder(JSONTranscoder):
                     tagged[key] = self._tagged(item)
             return value if tagged is None else tagged
         if kind is list or kind is tuple:
-            if all(type(item) in _SCALARS for item in value):
+            if _SCALARS.issuperset(map(type, value)):  # checked in C: windows run long
                 return value
             return [self._tagged(item) for item in value]
         if kind in _SCALARS:
