@@ -8,7 +8,8 @@ exists so the round trip can be checked against the event log.
 A stream's snapshot leaves out its definition: that never changes, is kept on
 the same row (`streams.definition`) and is put back on load. Written with every
 commit, it would otherwise be most of the snapshot's bytes (and push the row
-past the size at which Postgres compresses it).
+past the size at which Postgres compresses it). It leaves out the sizes of the
+unread records too: the records table has them (`stream_rows.py`).
 """
 
 from __future__ import annotations
@@ -145,8 +146,8 @@ def build_mapper(definitions: StreamDefinitionAsJson) -> Mapper[UUID]:
     return Mapper(transcoder=transcoder)
 
 
-_ON_THE_ROW = "definition"
-"""The stream attribute its snapshot leaves out (see the module docstring)."""
+_LEFT_OUT = ("definition", "unread_sizes")
+"""The stream attributes its snapshot leaves out (see the module docstring)."""
 _STREAM_TOPIC = get_topic(Stream)
 _SNAPSHOT_TOPIC = get_topic(Snapshot)
 
@@ -173,7 +174,7 @@ class AggregateCodec:
         snapshotted on every commit (tests/integration/test_aggregate_codec.py holds
         the two to the same bytes)."""
         state = dict(vars(stream))
-        for name in ("_id", "_version", "_pending_events", _ON_THE_ROW):
+        for name in ("_id", "_version", "_pending_events", *_LEFT_OUT):
             del state[name]
         body = {"timestamp": Snapshot.create_timestamp(), "topic": _STREAM_TOPIC,
                 "state": state}
@@ -181,10 +182,12 @@ class AggregateCodec:
                            self.mapper.transcoder.encode(body))
 
     def load_stream(self, stream_id: UUID, version: int, topic: str, state: bytes,
-                    definition: str) -> Stream:
-        """A stream from its row: the snapshot, and the definition's JSON text."""
+                    definition: str, unread_sizes: list[int]) -> Stream:
+        """A stream from its snapshot plus what the snapshot left out: the definition's
+        JSON text and the unread records' sizes, oldest first."""
         return self.load(Stream, stream_id, version, topic, state,
-                         {_ON_THE_ROW: self._definitions.decode(definition)})
+                         {"definition": self._definitions.decode(definition),
+                          "unread_sizes": unread_sizes})
 
     def load(self, kind: type[A], aggregate_id: UUID, version: int, topic: str,
              state: bytes, put_back: dict[str, Any] | None = None) -> A:

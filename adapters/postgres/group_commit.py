@@ -57,6 +57,7 @@ from adapters.postgres.codec import AggregateCodec
 from adapters.postgres.group_writes import GroupWrites, write_statement
 from adapters.postgres.ids import stream_id
 from adapters.postgres.stream_cache import StreamCache
+from adapters.postgres.stream_rows import ROW_COLUMNS, UNREAD_SIZES, stream_from_row
 from adapters.postgres.unit_of_work import (
     LockedStream,
     NeedsLock,
@@ -71,17 +72,18 @@ from domain.identifiers import StreamKey
 log = logging.getLogger(__name__)
 
 # The snapshot travels only when this process does not hold that version already.
-_LOCK_STREAMS = """
+_LOCK_STREAMS = f"""
 SELECT s.id, s.tenant, s.run_id, s.stream_id, s.version, s.snapshot_topic,
        CASE WHEN s.version = known.version THEN NULL ELSE s.snapshot END AS snapshot,
        CASE WHEN s.version = known.version THEN NULL ELSE s.definition END AS definition,
+       CASE WHEN s.version = known.version THEN NULL ELSE {UNREAD_SIZES} END AS unread_sizes,
        EXISTS (SELECT 1 FROM erased_runs AS e
                WHERE e.tenant = s.tenant AND e.run_id = s.run_id) AS run_erased
 FROM streams AS s JOIN unnest($1::uuid[], $2::int4[]) AS known(id, version) ON s.id = known.id
 ORDER BY s.id FOR UPDATE OF s
 """
 
-_SNAPSHOT = "SELECT snapshot_topic, snapshot, definition FROM streams WHERE id = $1"
+_SNAPSHOT = f"SELECT {ROW_COLUMNS} FROM streams AS s WHERE s.id = $1"
 
 _inside: contextvars.ContextVar[_Request | None] = contextvars.ContextVar(
     "runnel_unit_of_work", default=None)
@@ -439,8 +441,7 @@ class GroupCommitter:
             if row["snapshot"] is not None or pristine is None:
                 stored = row if row["snapshot"] is not None else \
                     await connection.fetchrow(_SNAPSHOT, row_id)  # evicted meanwhile
-                pristine = self._codec.load_stream(row_id, version, stored["snapshot_topic"],
-                                                   stored["snapshot"], stored["definition"])
+                pristine = stream_from_row(self._codec, row_id, version, stored)
                 self._cache.remember(pristine)
             locked[key] = LockedStream(key, row_id, pristine, row["run_erased"])
         return locked

@@ -102,7 +102,8 @@ class GroupWrites:
             self.stream_updates.append((
                 locked.id, snapshot.topic, snapshot.state, stream.version,
                 locked.pristine.version, stream.head, stream.earliest, stream.total_items,
-                stream.total_bytes, stream.closed, stream.legal_hold, stream.erased))
+                stream.total_bytes, stream.closed, stream.legal_hold, stream.erased,
+                stream.unread_floor))
         wake = Wake(locked.key, stream.head, stream.closed, carried_records(tuple(locked.records)))
         self.wakes.append(encode_wake(wake, origin, texts))
         self.local_wakes.append(wake)
@@ -204,7 +205,8 @@ _PARTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     UPDATE streams AS s SET snapshot_topic = u.topic, snapshot = u.snapshot,
         version = u.version, head = u.head, earliest = u.earliest,
         total_items = u.total_items, total_bytes = u.total_bytes, closed = u.closed,
-        legal_hold = u.legal_hold, erased = u.erased, updated_at = now()
+        legal_hold = u.legal_hold, erased = u.erased, unread_floor = u.unread_floor,
+        updated_at = now()
     FROM unnest({}::runnel_stream_update[]) AS u
     WHERE s.id = u.id AND s.version = u.expected
     RETURNING s.id""",

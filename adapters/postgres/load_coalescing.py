@@ -21,18 +21,18 @@ import asyncpg
 
 from adapters.postgres.codec import AggregateCodec
 from adapters.postgres.stream_cache import StreamCache, clone
+from adapters.postgres.stream_rows import ROW_COLUMNS, UNREAD_SIZES, stream_from_row
 from domain.stream import Stream
 
-_LOAD_MANY = """
+_LOAD_MANY = f"""
 SELECT s.id, s.version, s.snapshot_topic,
        CASE WHEN s.version = known.version THEN NULL ELSE s.snapshot END AS snapshot,
-       CASE WHEN s.version = known.version THEN NULL ELSE s.definition END AS definition
+       CASE WHEN s.version = known.version THEN NULL ELSE s.definition END AS definition,
+       CASE WHEN s.version = known.version THEN NULL ELSE {UNREAD_SIZES} END AS unread_sizes
 FROM streams AS s JOIN unnest($1::uuid[], $2::int4[]) AS known(id, version) ON s.id = known.id
 """
 
-_LOAD_ONE = """
-SELECT id, version, snapshot_topic, snapshot, definition FROM streams WHERE id = $1
-"""
+_LOAD_ONE = f"SELECT s.id, s.version, {ROW_COLUMNS} FROM streams AS s WHERE s.id = $1"
 
 
 class LoadCoalescer:
@@ -94,7 +94,6 @@ class LoadCoalescer:
         return self._cache.pristine(row["id"], row["version"])
 
     def _decode(self, row: Any) -> Stream:
-        stream = self._codec.load_stream(row["id"], row["version"], row["snapshot_topic"],
-                                         row["snapshot"], row["definition"])
+        stream = stream_from_row(self._codec, row["id"], row["version"], row)
         self._cache.remember(stream)
         return stream

@@ -20,6 +20,7 @@ from adapters.postgres.group_commit import GroupCommitter
 from adapters.postgres.ids import stream_id
 from adapters.postgres.load_coalescing import LoadCoalescer
 from adapters.postgres.stream_cache import StreamCache
+from adapters.postgres.stream_rows import ROW_COLUMNS, stream_from_row
 from adapters.postgres.unit_of_work import PostgresSession, load_intent_row
 from domain.identifiers import RunKey, StreamKey
 from domain.object_intent import ObjectIntent
@@ -49,9 +50,9 @@ WITH created AS (
 SELECT EXISTS (SELECT 1 FROM created)
 """
 
-_LIST_RUN = """
-SELECT id, version, snapshot_topic, snapshot, definition FROM streams
-WHERE tenant = $1 AND run_id = $2 ORDER BY stream_id
+_LIST_RUN = f"""
+SELECT s.id, s.version, {ROW_COLUMNS} FROM streams AS s
+WHERE s.tenant = $1 AND s.run_id = $2 ORDER BY s.stream_id
 """
 
 _LOAD_INTENT = """
@@ -125,8 +126,7 @@ class PostgresStreamStore:
 
     async def list_run(self, run: RunKey) -> Sequence[Stream]:
         rows = await self._pool.fetch(_LIST_RUN, run.tenant, run.run_id)
-        return [self._codec.load_stream(row["id"], row["version"], row["snapshot_topic"],
-                                        row["snapshot"], row["definition"]) for row in rows]
+        return [stream_from_row(self._codec, row["id"], row["version"], row) for row in rows]
 
     async def streams_with_retention(self, after: StreamKey | None,
                                      limit: int) -> Sequence[StreamKey]:

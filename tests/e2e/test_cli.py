@@ -91,7 +91,8 @@ def test_serve_on_the_embedded_default_prints_a_working_token_and_keeps_data(
             server.stop()
         # Uvicorn shuts down cleanly on SIGTERM, then re-raises it: the exit status says so.
         assert server.process.returncode in (0, -signal.SIGTERM)
-        assert "Application shutdown complete" in server.log.read_text()
+        log = server.log.read_text()
+        assert "Application shutdown complete" in log, log
         assert not embedded_postgres_running(data_dir)
 
 

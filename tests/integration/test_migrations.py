@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 
 from adapters.postgres import migrate
-from adapters.postgres.migrations import available_migrations
+from adapters.postgres.migrations import _CREATE_LEDGER, available_migrations
 from tests.pg import create_database, drop_database
 
 pytestmark = pytest.mark.postgres
@@ -60,3 +60,25 @@ async def test_processes_starting_at_once_apply_each_migration_exactly_once(
     names = [name for name, _ in available_migrations()]
     assert sorted(results, key=len) == [[], [], [], names]
     assert await recorded(empty_dsn) == names
+
+
+async def test_the_unread_floor_column_is_filled_from_existing_snapshots(
+        empty_dsn: str) -> None:
+    before = [(name, sql) for name, sql in available_migrations() if name < "0006_"]
+    connection = await asyncpg.connect(empty_dsn)
+    try:
+        await connection.execute(_CREATE_LEDGER)
+        for name, sql in before:
+            await connection.execute(sql)
+            await connection.execute("INSERT INTO runnel_migrations (name) VALUES ($1)", name)
+        snapshot = b'{"topic":"domain.stream:Stream","state":{"head":9,"unread_floor":7}}'
+        await connection.execute(
+            "INSERT INTO streams (id, tenant, run_id, stream_id, definition, snapshot_topic, "
+            "snapshot, version, head, earliest, total_items, total_bytes, closed, legal_hold, "
+            "erased, created_at) VALUES (gen_random_uuid(), 't', 'r', 's', '{}', "
+            "'eventsourcing.domain:Snapshot', $1, 3, 9, 1, 9, 90, false, false, false, now())",
+            snapshot)
+        assert [name for name in await migrate(empty_dsn)] == ["0006_unread_floor"]
+        assert await connection.fetchval("SELECT unread_floor FROM streams") == 7
+    finally:
+        await connection.close()

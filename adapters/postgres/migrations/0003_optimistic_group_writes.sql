@@ -34,7 +34,8 @@ CREATE TYPE runnel_stream_update AS (
     total_bytes bigint,
     closed      boolean,
     legal_hold  boolean,
-    erased      boolean
+    erased      boolean,
+    unread_floor bigint
 );
 
 CREATE TYPE runnel_stream_version AS (
