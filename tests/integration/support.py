@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import asyncpg
+
 from adapters.clock import SystemClock
 from adapters.memory.objects import MemoryObjectStore
 from adapters.memory.workflow import MemoryWorkflowWaitService
@@ -59,3 +61,19 @@ async def spawn(module: str, *args: str) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         sys.executable, "-m", module, *args, cwd=REPO, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+
+
+async def backend_waiting_for_a_lock(connection: asyncpg.Connection, statement_like: str) -> int:
+    """The pid of a backend of this database waiting for a lock in a statement
+    `LIKE statement_like`, once there is one. Every poll takes a fresh statistics
+    snapshot: inside a transaction, pg_stat_activity is otherwise read once and then
+    repeated, so a backend that starts waiting later would never show."""
+    async with asyncio.timeout(DEADLINE):
+        while True:
+            await connection.execute("SELECT pg_stat_clear_snapshot()")
+            pid: int | None = await connection.fetchval(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                "AND wait_event_type = 'Lock' AND query LIKE $1 LIMIT 1", statement_like)
+            if pid is not None:
+                return pid
+            await asyncio.sleep(0.01)

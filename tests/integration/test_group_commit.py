@@ -23,7 +23,7 @@ from domain.errors import InvalidRecord
 from domain.identifiers import StreamKey
 from domain.records import draft_from_wire
 from domain.stream import Stream
-from tests.integration.support import DEADLINE
+from tests.integration.support import DEADLINE, backend_waiting_for_a_lock
 from tests.pg import pg_dsn, pg_template  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.postgres
@@ -154,11 +154,7 @@ async def test_a_database_error_fails_its_transaction_and_units_not_started_are_
             broken = asyncio.create_task(append(pg, key, {"payload": "x", "idempotency_key": "k"}))
             later = asyncio.create_task(append(pg, key, {"payload": "after"}))
             await queued(pg, 3)
-        async with asyncio.timeout(DEADLINE):
-            while not (waiting := await admin.fetchval(
-                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-                    "AND wait_event_type = 'Lock' AND query LIKE '%append_receipts%'")):
-                await asyncio.sleep(0.01)
+        waiting = await backend_waiting_for_a_lock(admin, "%append_receipts%")
         assert await admin.fetchval("SELECT pg_cancel_backend($1)", waiting)
         await holding.rollback()
         results = await asyncio.gather(accepted, broken, later, return_exceptions=True)

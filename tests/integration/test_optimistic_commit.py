@@ -20,7 +20,15 @@ from application.ports import StreamSession
 from application.service import RunnelService
 from domain.errors import Backpressure
 from domain.identifiers import RunKey
-from tests.integration.support import DEADLINE, RUN, TENANT, WRITER, definition, service_on
+from tests.integration.support import (
+    DEADLINE,
+    RUN,
+    TENANT,
+    WRITER,
+    backend_waiting_for_a_lock,
+    definition,
+    service_on,
+)
 from tests.pg import pg_dsn, pg_template  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.postgres
@@ -149,11 +157,7 @@ async def test_closing_the_store_answers_a_group_whose_statement_is_in_flight(
         await holding.start()
         await admin.execute("LOCK TABLE stream_events IN ACCESS EXCLUSIVE MODE")
         append = asyncio.create_task(service.appender.append(WRITER, RUN, "s", [{"payload": 2}]))
-        async with asyncio.timeout(DEADLINE):
-            while not await admin.fetchval(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                    "AND wait_event_type = 'Lock' AND query LIKE '%runnel_event%'"):
-                await asyncio.sleep(0.01)
+        await backend_waiting_for_a_lock(admin, "%runnel_event%")
         assert adapters.store.committer.stats.optimistic_groups == 1
         await adapters.store.committer.close()
         with pytest.raises(StoreClosed):
