@@ -3,25 +3,29 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from application.access import (
     DefinitionCache,
     definition_for_writing,
+    ensure_run_not_erased,
     load_stream,
     stream_key,
 )
-from application.live import LivePublishing
+from application.live import LivePublishing, ensure_open
 from application.node import NodeSettings
 from application.ports import Clock, StoredRecord, StreamSession, StreamStore, WakeBus
-from domain.errors import Backpressure, InvalidRecord, RunErased, StreamClosed
+from domain.definition import CreditPins
+from domain.errors import Backpressure, InvalidRecord
 from domain.identifiers import StreamKey
 from domain.principal import Principal
 from domain.records import Draft, draft_from_wire
 from domain.stream import AppendPlan
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -67,16 +71,11 @@ class Appender:
         drafts = [draft_from_wire(item, definition.redaction.mask) for item in records]
         if definition.mode == "best_effort":
             stream = await load_stream(self._store, key)
-            if stream.erased:
-                raise RunErased("the run was erased; nothing more is stored")
-            if stream.closed:
-                raise StreamClosed("stream is closed")
+            ensure_open(stream)
             published = await self._live.publish_drafts(key, drafts)
             return AppendResult((), stream.head, 0, published)
-        credit = definition.credit
-        if credit.on_unread_full == "block":
-            return await self._append_blocking(key, drafts, credit.block_timeout_seconds)
-        return await self.append_drafts(key, drafts)
+        return await self.under_unread_policy(key, definition.credit,
+                                              lambda: self.append_drafts(key, drafts))
 
     async def append_drafts(self, key: StreamKey, drafts: Sequence[Draft]) -> AppendResult:
         return await self._store.transact(key, lambda session: self.append_in(session, drafts))
@@ -85,6 +84,7 @@ class Appender:
         """Append validated drafts inside a unit of work the caller holds (object commit
         stages its intent in the same transaction). Acts on the session only, so a
         store may run it again (`StreamStore.transact`)."""
+        ensure_run_not_erased(session)
         keys = [draft.idempotency_key for draft in drafts if draft.idempotency_key]
         receipts = await session.receipts(keys) if keys else {}
         plan = session.stream.plan_append(drafts, receipts)
@@ -106,16 +106,21 @@ class Appender:
         if session.stream.definition.direction == "input":
             session.add_deliveries([sequence for sequence, _ in plan.new])
 
-    async def _append_blocking(self, key: StreamKey, drafts: Sequence[Draft],
-                               timeout: float) -> AppendResult:
+    async def under_unread_policy(self, key: StreamKey, credit: CreditPins,
+                                  attempt: Callable[[], Awaitable[T]]) -> T:
+        """Run `attempt` (an append of some kind) under the stream's pinned unread policy:
+        `reject` answers its backpressure at once; `block` tries again on every wake
+        (acks) until the pinned timeout, then answers the last backpressure."""
+        if credit.on_unread_full != "block":
+            return await attempt()
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
+        deadline = loop.time() + credit.block_timeout_seconds
         async with AsyncExitStack() as stack:
             # Subscribe before the first try so an ack committed in between still wakes us.
             wakes = await stack.enter_async_context(self._bus.subscribe(key))
             while True:
                 try:
-                    return await self.append_drafts(key, drafts)
+                    return await attempt()
                 except Backpressure:
                     remaining = deadline - loop.time()
                     if remaining <= 0:

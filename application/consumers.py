@@ -17,8 +17,9 @@ class AckResult:
 
 
 class Acknowledger:
-    """A consumer is registered by its first ack (or the definition) and belongs to the
-    principal that first acked it; only that principal may move it, and only forward."""
+    """Only consumers the definition declares exist; an ack never registers one. A
+    declaration may pin the principals allowed to ack it; otherwise any of the stream's
+    readers may. Acks only move forward."""
 
     def __init__(self, store: StreamStore) -> None:
         self._store = store
@@ -28,12 +29,13 @@ class Acknowledger:
                   sequence: int) -> AckResult:
         validate_id(consumer_id, "consumer_id")
         key = stream_key(principal, run_id, stream_id)
-        await definition_for_reading(self._definitions, principal, key)
+        definition = await definition_for_reading(self._definitions, principal, key)
+        definition.consumer_principals(consumer_id)  # an undeclared id: refused before any work
         return await self._store.transact(key, lambda session: _ack(
             session, consumer_id, sequence, principal.sub))
 
 
 async def _ack(session: StreamSession, consumer_id: str, sequence: int,
-               owner: str) -> AckResult:
-    session.stream.ack(consumer_id, sequence, owner)
+               principal: str) -> AckResult:
+    session.stream.ack(consumer_id, sequence, principal)
     return AckResult(consumer_id, session.stream.acks[consumer_id])

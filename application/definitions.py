@@ -9,7 +9,7 @@ from application.access import run_key, stream_for_reading, stream_key
 from application.node import NodeSettings
 from application.ports import Clock, StreamStore
 from domain.definition import build_definition
-from domain.errors import DefinitionConflict, NotFound, RunErased
+from domain.errors import DefinitionConflict, NotFound
 from domain.principal import Principal, Scope, may_read
 from domain.residency import ensure_may_write_here
 from domain.stream import Stream
@@ -31,8 +31,6 @@ class StreamDefinitions:
         definition = build_definition(raw, self._node.region)
         ensure_may_write_here(definition.placement, self._node.region)
         key = run.stream(definition.stream_id)
-        if await self._store.is_run_erased(run):
-            raise RunErased("the run was erased; nothing more is stored")
         stream, created = await self._store.create(
             Stream.start(key, definition, self._clock.now()))
         if stream.definition != definition:

@@ -9,11 +9,12 @@ from typing import Any
 from application.access import stream_for_writing, stream_key
 from application.node import NodeSettings
 from application.ports import LiveChunk, StreamStore, WakeBus
-from domain.errors import InvalidRecord
+from domain.errors import InvalidRecord, RunErased, StreamClosed
 from domain.identifiers import StreamKey
 from domain.live_chunk import LiveSequencer, cap_chunk
 from domain.principal import Principal
 from domain.records import Draft
+from domain.stream import Stream
 
 MAX_CHUNKS_PER_REQUEST = 1000
 
@@ -40,7 +41,8 @@ class LivePublishing:
         if attempt is not None and (not isinstance(attempt, int) or attempt < 1):
             raise InvalidRecord("attempt must be a positive integer")
         key = stream_key(principal, run_id, stream_id)
-        await stream_for_writing(self._store, principal, key, self._node.region)
+        stream = await stream_for_writing(self._store, principal, key, self._node.region)
+        ensure_open(stream)
         await self._send(key, chunks, source, attempt, first_index)
         return len(chunks)
 
@@ -56,6 +58,15 @@ class LivePublishing:
             await self._bus.publish_live(LiveChunk(
                 stream=key, seq=self._sequencer.next(key.channel_key), data=cap_chunk(chunk),
                 source=source, attempt=attempt, index=first_index + offset))
+
+
+def ensure_open(stream: Stream) -> None:
+    """Live chunks, stored nowhere, still follow the stream's life: none once it is
+    closed, none once its run is erased."""
+    if stream.erased:
+        raise RunErased("the run was erased; nothing more is sent")
+    if stream.closed:
+        raise StreamClosed("stream is closed")
 
 
 def live_body(draft: Draft) -> Any:

@@ -5,12 +5,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator
 from datetime import timedelta
 
-from application.access import stream_for_reading, stream_for_writing, stream_key
+from application.access import (
+    ensure_run_not_erased,
+    stream_for_reading,
+    stream_for_writing,
+    stream_key,
+)
 from application.appending import Appender
 from application.deletion import BodyDeleter
 from application.node import NodeSettings
 from application.ports import Clock, ObjectStore, StreamSession, StreamStore
-from domain.errors import DomainError, NotFound, ObjectStateConflict, RunErased
+from domain.errors import DomainError, NotFound, ObjectStateConflict
 from domain.identifiers import StreamKey, object_intent_id
 from domain.object_intent import (
     LIVE_STATES,
@@ -49,13 +54,13 @@ class Objects:
                                        principal.token_id)
         expires_at = self._clock.now() + timedelta(seconds=self._node.object_intent_ttl_seconds)
         async with self._store.lock(key) as session:
-            if session.stream.erased:
-                raise RunErased("the run was erased; nothing more is stored")
+            ensure_run_not_erased(session)
             existing = await session.intent(str(object_intent_id(key, pins.idempotency_key)))
             if existing is not None:
                 existing.ensure_same_pins(pins)
                 return existing, False
             intent = ObjectIntent.prepare(key, pins, receipt, expires_at, region)
+            session.stream.reserve_object(intent.object_id, intent.size)
             session.save_intent(intent)
             return intent, True
 
@@ -85,9 +90,14 @@ class Objects:
 
     async def commit(self, principal: Principal, run_id: str, stream_id: str,
                      object_id: str) -> tuple[int, bool]:
-        """Append the referencing record once; returns (sequence, created now)."""
+        """Append the referencing record once; returns (sequence, created now). Credit is
+        decided as for any append, under the stream's pinned unread policy."""
         key = stream_key(principal, run_id, stream_id)
-        await stream_for_writing(self._store, principal, key, self._node.region)
+        stream = await stream_for_writing(self._store, principal, key, self._node.region)
+        return await self._appender.under_unread_policy(
+            key, stream.definition.credit, lambda: self._commit_once(key, object_id))
+
+    async def _commit_once(self, key: StreamKey, object_id: str) -> tuple[int, bool]:
         intent = await self._intent(key, object_id)
         earlier = intent.committed_sequence()
         if earlier is not None:
@@ -97,8 +107,9 @@ class Objects:
         if evidence is None or (evidence.size, evidence.sha256) != (intent.size, intent.sha256):
             raise ObjectStateConflict("the object store does not confirm the uploaded body",
                                       state=intent.state)
-        draft = draft_for_object(intent.reference, idempotency_key=f"object:{object_id}")
+        draft = draft_for_object(intent.reference)
         async with self._store.lock(key) as session:
+            ensure_run_not_erased(session)
             locked = await self._locked_intent(session, object_id)
             earlier = locked.committed_sequence()
             if earlier is not None:
@@ -115,6 +126,7 @@ class Objects:
         async with self._store.lock(key) as session:
             intent = await self._locked_intent(session, object_id)
             intent.abort()
+            session.stream.release_object(object_id)
             session.save_intent(intent)
             held = self._queue_body_deletion(session, intent)
         if not held:
@@ -155,6 +167,7 @@ class Objects:
             locked = await self._locked_intent(session, intent.object_id)
             held = session.stream.legal_hold
             if locked.expire(self._clock.now()):
+                session.stream.release_object(locked.object_id)
                 session.save_intent(locked)
                 held = self._queue_body_deletion(session, locked)
         if not held:

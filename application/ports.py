@@ -171,7 +171,11 @@ class StreamStore(Protocol):
 
     async def create(self, stream: Stream) -> tuple[Stream, bool]:
         """Insert a new stream and return it with True; if the key exists already,
-        return the stored stream unchanged with False."""
+        return the stored stream unchanged with False.
+
+        Raises `RunErased` when its run is marked erased. Creation and
+        `mark_run_erased` serialize on the run, on every node: a create either answered
+        before the mark (and `list_run` after the mark returns its stream) or is refused."""
         ...
 
     def lock(self, key: StreamKey) -> AbstractAsyncContextManager[StreamSession]:
@@ -211,9 +215,10 @@ class StreamStore(Protocol):
 
     async def load_intent(self, key: StreamKey, object_id: str) -> ObjectIntent | None: ...
 
-    async def mark_run_erased(self, run: RunKey) -> None: ...
-
-    async def is_run_erased(self, run: RunKey) -> bool: ...
+    async def mark_run_erased(self, run: RunKey) -> None:
+        """From its answer on, no stream is created in the run and every unit of work on
+        one of its streams sees `run_erased`; idempotent."""
+        ...
 
 
 class RecordReader(Protocol):

@@ -43,6 +43,7 @@ class IntentReaper:
             intent = await session.intent(object_id)
             if intent is None or not intent.expire(now):
                 return False
+            session.stream.release_object(object_id)
             session.save_intent(intent)
             # Any uploaded body goes through the deletion outbox, with this change.
             session.queue_deletions([(intent.region, intent.object_key)], now)

@@ -11,13 +11,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from domain.errors import ForbiddenContentClass, InvalidDefinition
+from domain.errors import ConsumerNotFound, ForbiddenContentClass, InvalidDefinition
 from domain.identifiers import validate_id
 from domain.redaction import parse_pointer
 
 FORBIDDEN_CONTENT_CLASSES = frozenset({"model.reasoning.raw"})
 MAX_UNREAD_ITEMS_CEILING = 100_000
+MAX_OPEN_OBJECTS_CEILING = 10_000
 MAX_CONSUMERS = 64
+MAX_CONSUMER_PRINCIPALS = 64
 
 
 class _Pins(BaseModel):
@@ -29,6 +31,8 @@ class CreditPins(_Pins):
     max_unread_bytes: int = Field(8 * 1024 * 1024, gt=0)
     max_total_items: int = Field(100_000, gt=0)
     max_total_bytes: int = Field(1024 * 1024 * 1024, gt=0)
+    max_open_objects: int = Field(100, gt=0, le=MAX_OPEN_OBJECTS_CEILING)
+    """Object intents prepared or uploaded and not yet committed, aborted or expired."""
     on_unread_full: Literal["reject", "block"] = "reject"
     block_timeout_seconds: float = Field(5.0, ge=0, le=60)
 
@@ -95,6 +99,47 @@ class AuthorizationPins(_Pins):
         return tuple(value) if isinstance(value, list) else value
 
 
+class ConsumerPin(_Pins):
+    """A declared consumer that only the listed principals (token subjects) may ack."""
+
+    id: str
+    principals: tuple[str, ...] = Field(min_length=1, max_length=MAX_CONSUMER_PRINCIPALS)
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        return validate_id(value, "consumer_id")
+
+    @field_validator("principals", mode="before")
+    @classmethod
+    def _principals(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            value = tuple(value)
+        if isinstance(value, tuple):
+            for principal in value:
+                if not isinstance(principal, str) or not 0 < len(principal) <= 256:
+                    raise ValueError("principals must be strings of 1-256 chars")
+        return value
+
+
+ConsumerDeclaration = str | ConsumerPin
+"""A plain id (any of the stream's readers may ack it) or a `ConsumerPin`."""
+
+
+def _declaration(value: Any) -> Any:
+    """The stored form of one declaration: `{"id": x}` without principals is the plain id,
+    so the two spellings of the same declaration are one definition."""
+    if isinstance(value, dict):
+        if value.get("principals") is None and set(value) <= {"id", "principals"}:
+            return _declaration(value.get("id"))
+        return ConsumerPin.model_validate(value)
+    if isinstance(value, str):
+        return validate_id(value, "consumer_id")
+    if isinstance(value, ConsumerPin):
+        return value
+    raise ValueError("a consumer is an id or an object with id and principals")
+
+
 class StreamDefinition(_Pins):
     """The complete, immutable definition of one stream."""
 
@@ -107,7 +152,7 @@ class StreamDefinition(_Pins):
     redaction: RedactionPins = RedactionPins()
     placement: PlacementPins
     authorization: AuthorizationPins = AuthorizationPins()
-    consumers: tuple[str, ...] = ()
+    consumers: tuple[ConsumerDeclaration, ...] = ()
 
     @field_validator("consumers", mode="before")
     @classmethod
@@ -117,12 +162,27 @@ class StreamDefinition(_Pins):
         if isinstance(value, tuple):
             if len(value) > MAX_CONSUMERS:
                 raise ValueError(f"at most {MAX_CONSUMERS} consumers")
-            # Ids first: only strings may reach the uniqueness check (a list is unhashable).
-            for consumer in value:
-                validate_id(consumer, "consumer_id")
-            if len(set(value)) != len(value):
+            value = tuple(_declaration(consumer) for consumer in value)
+            ids = [_consumer_id(consumer) for consumer in value]
+            if len(set(ids)) != len(ids):
                 raise ValueError("consumers must be unique")
         return value
+
+    @property
+    def consumer_ids(self) -> tuple[str, ...]:
+        """The declared consumers: the only ones that exist, and the only ones that gate
+        producer credit."""
+        return tuple(_consumer_id(consumer) for consumer in self.consumers)
+
+    def consumer_principals(self, consumer_id: str) -> tuple[str, ...] | None:
+        """Who may ack a declared consumer: its pinned principals, or None for any reader.
+
+        Raises `ConsumerNotFound` for an undeclared id."""
+        for consumer in self.consumers:
+            if _consumer_id(consumer) == consumer_id:
+                return consumer.principals if isinstance(consumer, ConsumerPin) else None
+        raise ConsumerNotFound(f"consumer {consumer_id!r} is not declared by the stream",
+                               consumer_id=consumer_id)
 
     @field_validator("stream_id")
     @classmethod
@@ -139,6 +199,10 @@ class StreamDefinition(_Pins):
 
     def to_wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+
+def _consumer_id(consumer: ConsumerDeclaration) -> str:
+    return consumer.id if isinstance(consumer, ConsumerPin) else consumer
 
 
 def _refuse_forbidden(content_class: Any) -> None:

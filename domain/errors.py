@@ -83,8 +83,8 @@ class Backpressure(DomainError):
 
     code = "backpressure"
 
-    def __init__(self, detail: str, retry_after_seconds: int = 1) -> None:
-        super().__init__(detail, retry_after_seconds=retry_after_seconds)
+    def __init__(self, detail: str, retry_after_seconds: int = 1, **extra: Any) -> None:
+        super().__init__(detail, retry_after_seconds=retry_after_seconds, **extra)
         self.retry_after_seconds = retry_after_seconds
 
 
@@ -104,8 +104,10 @@ class ConsumerScope(DomainError):
     code = "consumer_scope"
 
 
-class TooManyConsumers(DomainError):
-    code = "too_many_consumers"
+class ConsumerNotFound(DomainError):
+    """Only consumers declared in the definition exist; an ack never registers one."""
+
+    code = "consumer_not_found"
 
 
 class Unauthenticated(DomainError):

@@ -79,13 +79,14 @@ def draft_from_wire(item: Any, mask: tuple[str, ...]) -> Draft:
                  idempotency_key=key)
 
 
-def draft_for_object(ref: ObjectRef, idempotency_key: str | None) -> Draft:
-    """An object record weighs what its reference weighs: the body lives in the object store
-    and is bounded there, so credit counts only what readers are handed inline."""
+def draft_for_object(ref: ObjectRef) -> Draft:
+    """An object record weighs what its reference weighs in the unread window (readers are
+    handed the reference inline; the body is fetched apart). The stream's totals count the
+    body too (`Stream.plan_append`). It carries no idempotency key: a commit's idempotency
+    is its intent's state, which no client-chosen key can reach."""
     reference = {"object_id": ref.object_id, "size": ref.size, "sha256": ref.sha256,
                  "content_type": ref.content_type}
-    return Draft(ref.content_type, len(compact_json(reference)), object=ref,
-                 idempotency_key=idempotency_key)
+    return Draft(ref.content_type, len(compact_json(reference)), object=ref)
 
 
 def _check_inline(size: int) -> None:

@@ -18,7 +18,7 @@ from uuid import UUID
 from eventsourcing.domain import Aggregate, event
 
 from domain.credit import CreditVerdict, Usage, decide_credit
-from domain.definition import MAX_CONSUMERS, StreamDefinition
+from domain.definition import StreamDefinition
 from domain.errors import (
     AckBeyondHead,
     AckRegression,
@@ -30,7 +30,6 @@ from domain.errors import (
     StreamClosed,
     StreamHeld,
     TooLarge,
-    TooManyConsumers,
 )
 from domain.identifiers import StreamKey
 from domain.records import Draft
@@ -50,6 +49,17 @@ class AppendPlan:
         return not self.new
 
 
+def raised_floor(floor: int, sizes: list[int], unread_bytes: int, candidate: int,
+                 head: int) -> tuple[int, list[int], int]:
+    """The unread window after raising its floor towards `candidate` (never above head,
+    never down): (floor, sizes of the records above it, their bytes)."""
+    target = min(max(floor, candidate), head)
+    drop = target - floor
+    if drop <= 0:
+        return floor, sizes, unread_bytes
+    return target, sizes[drop:], unread_bytes - sum(sizes[:drop])
+
+
 @dataclass(frozen=True)
 class StreamStatus:
     head: int
@@ -60,7 +70,15 @@ class StreamStatus:
 
 
 class Stream(Aggregate):
-    """One stream of one run of one tenant."""
+    """One stream of one run of one tenant.
+
+    Only the consumers its definition declares exist. Unread is what lies above the
+    slowest of them; a stream that declares none has nothing to wait for, so nothing
+    of it is ever unread (its total ceilings and retention bound it).
+    """
+
+    class_version = 2
+    """2: acks of declared consumers only, no first-acker owners (`upcast_v1_v2`)."""
 
     @staticmethod
     def create_id(tenant: str, run_id: str, stream_id: str, **_: Any) -> UUID:
@@ -78,11 +96,11 @@ class Stream(Aggregate):
         self.earliest = 1
         self.total_items = 0
         self.total_bytes = 0
+        self.reservations: dict[str, int] = {}
         self.unread_floor = 0
         self.unread_sizes: list[int] = []
         self.unread_bytes = 0
-        self.acks: dict[str, int] = dict.fromkeys(definition.consumers, 0)
-        self.owners: dict[str, str | None] = dict.fromkeys(definition.consumers)
+        self.acks: dict[str, int] = dict.fromkeys(definition.consumer_ids, 0)
         self.closed = False
         self.legal_hold = False
         self.hold_reason: str | None = None
@@ -101,8 +119,9 @@ class Stream(Aggregate):
 
     @property
     def usage(self) -> Usage:
+        """Total bytes include the bodies reserved by open object intents."""
         return Usage(len(self.unread_sizes), self.unread_bytes, self.total_items,
-                     self.total_bytes)
+                     self.total_bytes + sum(self.reservations.values()))
 
     @property
     def status(self) -> StreamStatus:
@@ -143,7 +162,12 @@ class Stream(Aggregate):
                 seen[key] = next_sequence
             next_sequence += 1
         if new:
-            self._ensure_appendable(len(new), sum(draft.size for _, draft in new))
+            size = sum(draft.size for _, draft in new)
+            # A body counts toward the totals once: reserved at prepare, or here for an
+            # intent prepared before reservations existed.
+            unreserved = sum(draft.object.size for _, draft in new if draft.object is not None
+                             and draft.object.object_id not in self.reservations)
+            self._ensure_appendable(len(new), size, size + unreserved)
         return AppendPlan(tuple(sequences), tuple(new))
 
     def append(self, plan: AppendPlan) -> None:
@@ -152,82 +176,168 @@ class Stream(Aggregate):
             return
         if plan.new[0][0] != self.head + 1:
             raise ValueError("append plan is stale")
-        self.trigger_event(self.Appended, sizes=[draft.size for _, draft in plan.new])
+        self.trigger_event(self.Appended, sizes=[draft.size for _, draft in plan.new],
+                           objects={draft.object.object_id: draft.object.size
+                                    for _, draft in plan.new if draft.object is not None})
 
-    def _ensure_appendable(self, items: int, size: int) -> None:
+    def _ensure_appendable(self, items: int, size: int, stored: int | None = None) -> None:
         if self.erased:
             raise RunErased("the run was erased; nothing more is stored")
         if self.closed:
             raise StreamClosed("stream is closed")
-        verdict = decide_credit(self.definition.credit, self.usage, items, size)
+        credit = self.definition.credit
+        verdict = decide_credit(credit, self.usage, items, size,
+                                gated=bool(self.definition.consumers), stored=stored)
         if verdict is CreditVerdict.NEVER_FITS:
             raise TooLarge("batch exceeds the stream's unread ceiling and could never be accepted",
-                           limit_items=self.definition.credit.max_unread_items,
-                           limit_bytes=self.definition.credit.max_unread_bytes)
+                           limit_items=credit.max_unread_items,
+                           limit_bytes=credit.max_unread_bytes)
         if verdict is CreditVerdict.QUOTA_EXHAUSTED:
-            raise QuotaExhausted("the stream's total items/bytes ceiling is reached")
+            raise QuotaExhausted("the stream's total items/bytes ceiling is reached",
+                                 total_items=self.total_items,
+                                 total_bytes=self.usage.total_bytes,
+                                 max_total_items=credit.max_total_items,
+                                 max_total_bytes=credit.max_total_bytes)
         if verdict is CreditVerdict.UNREAD_FULL:
-            raise Backpressure("the unread ceiling is reached; retry after consumers ack")
+            slowest = min(self.acks.values())
+            holding = sorted(consumer for consumer, acked in self.acks.items()
+                             if acked == slowest)
+            raise Backpressure(
+                f"the unread ceiling is reached; retry after {', '.join(holding)} ack",
+                consumers=holding, unread_items=len(self.unread_sizes),
+                unread_bytes=self.unread_bytes, max_unread_items=credit.max_unread_items,
+                max_unread_bytes=credit.max_unread_bytes)
 
     class Appended(Aggregate.Event):
+        """`objects`: the bodies (id → size) the records reference; each leaves the
+        reservations and joins the total bytes."""
+
         sizes: list[int]
+        objects: dict[str, int] | None = None
 
         def apply(self, aggregate: Any) -> None:
             stream: Stream = aggregate
             stream.head += len(self.sizes)
             stream.total_items += len(self.sizes)
             stream.total_bytes += sum(self.sizes)
+            if self.objects:
+                stream.total_bytes += sum(self.objects.values())
+                stream.reservations = {object_id: size for object_id, size
+                                       in stream.reservations.items()
+                                       if object_id not in self.objects}
             stream.unread_sizes = [*stream.unread_sizes, *self.sizes]
             stream.unread_bytes += sum(self.sizes)
+            if not stream.acks:  # nobody to wait for: nothing is unread
+                stream._advance_floor(stream.head)
+
+    # -- object reservations ---------------------------------------------
+
+    def reserve_object(self, object_id: str, size: int) -> None:
+        """A prepared body holds its declared size against the total bytes until its intent
+        commits (the record then holds it), aborts or expires (`release_object`); open
+        intents are bounded by the pinned `max_open_objects`. A closed or erased stream
+        takes no new body: it could never be committed."""
+        if self.erased:
+            raise RunErased("the run was erased; nothing more is stored")
+        if self.closed:
+            raise StreamClosed("stream is closed")
+        if object_id in self.reservations:
+            return
+        credit = self.definition.credit
+        if len(self.reservations) >= credit.max_open_objects:
+            raise QuotaExhausted(f"the stream has {credit.max_open_objects} open objects already",
+                                 max_open_objects=credit.max_open_objects)
+        verdict = decide_credit(credit, self.usage, 0, 0, gated=False, stored=size)
+        if verdict is CreditVerdict.QUOTA_EXHAUSTED:
+            raise QuotaExhausted("the object would exceed the stream's total bytes ceiling",
+                                 total_bytes=self.usage.total_bytes,
+                                 max_total_bytes=credit.max_total_bytes)
+        self.trigger_event(self.ObjectReserved, object_id=object_id, size=size)
+
+    class ObjectReserved(Aggregate.Event):
+        object_id: str
+        size: int
+
+        def apply(self, aggregate: Any) -> None:
+            stream: Stream = aggregate
+            stream.reservations = {**stream.reservations, self.object_id: self.size}
+
+    def release_object(self, object_id: str) -> bool:
+        """Give back an aborted or expired intent's reservation (False: it held none)."""
+        if object_id not in self.reservations:
+            return False
+        self.trigger_event(self.ObjectReleased, object_id=object_id)
+        return True
+
+    class ObjectReleased(Aggregate.Event):
+        object_id: str
+
+        def apply(self, aggregate: Any) -> None:
+            stream: Stream = aggregate
+            stream.reservations = {object_id: size for object_id, size
+                                   in stream.reservations.items() if object_id != self.object_id}
 
     # -- consumers -------------------------------------------------------
 
     def ack(self, consumer_id: str, sequence: int, principal: str) -> bool:
-        """Advance a consumer's ack; the first ack registers it to the acking principal.
+        """Advance a declared consumer's ack, by a principal its declaration allows.
 
-        Re-acking the current value is accepted and changes nothing (returns False).
+        An undeclared id is refused and registers nothing. Re-acking the current value
+        is accepted and changes nothing (returns False).
         """
+        allowed = self.definition.consumer_principals(consumer_id)
+        if allowed is not None and principal not in allowed:
+            raise ConsumerScope(f"principal may not ack consumer {consumer_id!r}",
+                                consumer_id=consumer_id)
         if sequence < 0:
             raise AckRegression("ack must be non-negative")
         if sequence > self.head:
             raise AckBeyondHead(f"ack {sequence} is beyond head {self.head}", head=self.head)
-        owner = self.owners.get(consumer_id)
-        if owner is not None and owner != principal:
-            raise ConsumerScope("consumer belongs to another principal")
-        current = self.acks.get(consumer_id)
-        if current is None and len(self.acks) >= MAX_CONSUMERS:
-            # Every consumer can hold producer credit down; their number is bounded.
-            raise TooManyConsumers(f"a stream has at most {MAX_CONSUMERS} consumers",
-                                   limit=MAX_CONSUMERS)
-        if current is not None and sequence < current:
+        current = self.acks[consumer_id]
+        if sequence < current:
             raise AckRegression(f"ack {sequence} is below the current ack {current}",
                                 acked=current)
-        if current == sequence and owner is not None:
+        if sequence == current:
             return False
         self.trigger_event(self.Acked, consumer_id=consumer_id, sequence=sequence,
                            principal=principal)
         return True
 
     class Acked(Aggregate.Event):
+        """`principal` is evidence of who acked; it grants nothing."""
+
         consumer_id: str
         sequence: int
         principal: str
 
         def apply(self, aggregate: Any) -> None:
             stream: Stream = aggregate
+            if self.consumer_id not in stream.acks:
+                return  # history from before only declared consumers existed: it counts for nothing
             stream.acks = {**stream.acks, self.consumer_id: self.sequence}
-            stream.owners = {**stream.owners, self.consumer_id: self.principal}
             stream._advance_floor(min(stream.acks.values()))
 
     def _advance_floor(self, candidate: int) -> None:
-        # Credit once granted is never revoked: the floor only moves up, so a
-        # late-registered consumer cannot make already-appended records unread.
-        target = min(max(self.unread_floor, candidate, self.earliest - 1), self.head)
-        drop = target - self.unread_floor
-        if drop > 0:
-            self.unread_bytes -= sum(self.unread_sizes[:drop])
-            self.unread_sizes = self.unread_sizes[drop:]
-            self.unread_floor = target
+        # Credit once granted is never revoked: the floor only moves up.
+        self.unread_floor, self.unread_sizes, self.unread_bytes = raised_floor(
+            self.unread_floor, self.unread_sizes, self.unread_bytes,
+            max(candidate, self.earliest - 1), self.head)
+
+    @staticmethod
+    def upcast_v1_v2(state: dict[str, Any]) -> None:
+        """A version-1 snapshot let any reader register a consumer by acking it, to the
+        first acker. Only declared consumers remain, owned by nobody, and the floor
+        rises to what the declared ones (or, without any, the head) allow. Its open
+        intents reserved nothing (their bodies are counted when they commit)."""
+        state.setdefault("reservations", {})
+        declared = state["definition"].consumer_ids
+        acks = state["acks"]
+        state["acks"] = {consumer: acks.get(consumer, 0) for consumer in declared}
+        state.pop("owners", None)
+        candidate = min(state["acks"].values()) if declared else state["head"]
+        state["unread_floor"], state["unread_sizes"], state["unread_bytes"] = raised_floor(
+            state.get("unread_floor", 0), state["unread_sizes"], state["unread_bytes"],
+            max(candidate, state["earliest"] - 1), state["head"])
 
     # -- lifecycle -------------------------------------------------------
 
@@ -305,6 +415,7 @@ class Stream(Aggregate):
     class Erased(Aggregate.Event):
         def apply(self, aggregate: Any) -> None:
             stream: Stream = aggregate
+            stream.reservations = {}  # its live intents are aborted with it
             stream.erased = True
             stream.closed = True
             stream.earliest = stream.head + 1

@@ -90,9 +90,6 @@ class MeteredStreamStore:
     async def mark_run_erased(self, run: RunKey) -> None:
         await self._inner.mark_run_erased(run)
 
-    async def is_run_erased(self, run: RunKey) -> bool:
-        return await self._inner.is_run_erased(run)
-
 
 class _CountingSubscription:
     def __init__(self, inner: WakeSubscription, metrics: Metrics) -> None:

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from adapters.fanout import carried_records
 from adapters.memory.bus import MemoryWakeBus
 from application.ports import BodyDeletion, Delivery, RecordPage, Removed, StoredRecord, Wake
-from domain.errors import NotFound
+from domain.errors import NotFound, RunErased
 from domain.identifiers import RunKey, StreamKey
 from domain.object_intent import LIVE_STATES, ObjectIntent
 from domain.stream import Stream
@@ -97,6 +97,8 @@ class MemoryStreamStore:
     # -- StreamStore -----------------------------------------------------
 
     async def create(self, stream: Stream) -> tuple[Stream, bool]:
+        if stream.key.run in self._erased_runs:  # no await before: atomic with the mark
+            raise RunErased("the run was erased; nothing more is stored")
         existing = self._streams.get(stream.key)
         if existing is not None:
             return copy.deepcopy(existing.stream), False
@@ -169,9 +171,6 @@ class MemoryStreamStore:
 
     async def mark_run_erased(self, run: RunKey) -> None:
         self._erased_runs.add(run)
-
-    async def is_run_erased(self, run: RunKey) -> bool:
-        return run in self._erased_runs
 
     def event_log(self, key: StreamKey) -> list[Any]:
         return list(self._streams[key].events)

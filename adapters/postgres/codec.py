@@ -176,6 +176,7 @@ class AggregateCodec:
         state = dict(vars(stream))
         for name in ("_id", "_version", "_pending_events", *_LEFT_OUT):
             del state[name]
+        state["class_version"] = Stream.class_version
         body = {"timestamp": Snapshot.create_timestamp(), "topic": _STREAM_TOPIC,
                 "state": state}
         return StoredEvent(stream.id, stream.version, _SNAPSHOT_TOPIC,

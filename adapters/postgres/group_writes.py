@@ -8,7 +8,6 @@ unless every stream is still at the version the group decided on.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -54,7 +53,6 @@ class GroupWrites:
     consumer_streams: list[UUID] = field(default_factory=list)
     consumer_ids: list[str] = field(default_factory=list)
     consumer_acks: list[int] = field(default_factory=list)
-    consumer_owners: list[str | None] = field(default_factory=list)
     stream_updates: list[tuple[Any, ...]] = field(default_factory=list)
     """`runnel_stream_update` values: snapshot and denormalised columns, and the version
     each row must still have."""
@@ -123,14 +121,12 @@ class GroupWrites:
         self.intent_snapshots.append(snapshot.state)
 
     def _add_consumers(self, locked: LockedStream) -> None:
-        before = _consumer_state(locked.pristine.acks, locked.pristine.owners)
-        after = _consumer_state(locked.stream.acks, locked.stream.owners)
-        for consumer_id, (acked, owner) in after.items():
-            if before.get(consumer_id) != (acked, owner):
+        before = locked.pristine.acks
+        for consumer_id, acked in locked.stream.acks.items():
+            if before.get(consumer_id) != acked:
                 self.consumer_streams.append(locked.id)
                 self.consumer_ids.append(consumer_id)
                 self.consumer_acks.append(acked)
-                self.consumer_owners.append(owner)
 
 
 def _record_row(stream_id: UUID, record: StoredRecord, payload: str | None) -> tuple[Any, ...]:
@@ -143,11 +139,6 @@ def _record_row(stream_id: UUID, record: StoredRecord, payload: str | None) -> t
     return (stream_id, record.sequence, record.content_type, record.appended_at, record.size,
             payload, record.data, ref.object_id, ref.size, ref.sha256, ref.content_type,
             record.idempotency_key)
-
-
-def _consumer_state(acks: Mapping[str, int], owners: Mapping[str, str | None]
-                    ) -> dict[str, tuple[int, str | None]]:
-    return {consumer: (acked, owners.get(consumer)) for consumer, acked in acks.items()}
 
 
 # One statement writes a whole group: a data-modifying CTE per kind of row that the
@@ -196,11 +187,11 @@ _PARTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     WHERE r.stream = d.stream AND r.sequence <= d.through""",
      ("delete_streams", "delete_through")),
     ("acks", """
-    INSERT INTO consumers (stream, consumer_id, acked, owner)
-    SELECT * FROM unnest({}::uuid[], {}::text[], {}::int8[], {}::text[])
-    ON CONFLICT (stream, consumer_id) DO UPDATE SET acked = excluded.acked,
-        owner = excluded.owner, updated_at = now()""",
-     ("consumer_streams", "consumer_ids", "consumer_acks", "consumer_owners")),
+    INSERT INTO consumers (stream, consumer_id, acked)
+    SELECT * FROM unnest({}::uuid[], {}::text[], {}::int8[])
+    ON CONFLICT (stream, consumer_id) DO UPDATE SET acked = excluded.acked, owner = NULL,
+        updated_at = now()""",
+     ("consumer_streams", "consumer_ids", "consumer_acks")),
     ("updated", """
     UPDATE streams AS s SET snapshot_topic = u.topic, snapshot = u.snapshot,
         version = u.version, head = u.head, earliest = u.earliest,

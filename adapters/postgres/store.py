@@ -2,7 +2,16 @@
 
 `lock()` hands out units of work run by the group committer (one shared
 transaction per group, see `group_commit.py`). Everything else is a single
-autocommit statement on the pool.
+autocommit statement on the pool, except the two that serialize on a run.
+
+Rules (creation against erasure):
+- a create holds the run's advisory lock shared, an erasure mark holds it
+  exclusively, each for its own transaction only;
+- a create reads the mark in a statement that starts after its lock is granted,
+  so under READ COMMITTED it sees every mark committed before: the lock, not the
+  statement snapshot, orders the two;
+- a mark therefore commits either before a create looks (which is refused) or
+  after that create committed (and the eraser's `list_run` finds its stream).
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from adapters.postgres.load_coalescing import LoadCoalescer
 from adapters.postgres.stream_cache import StreamCache
 from adapters.postgres.stream_rows import ROW_COLUMNS, stream_from_row
 from adapters.postgres.unit_of_work import PostgresSession, load_intent_row
+from domain.errors import RunErased
 from domain.identifiers import RunKey, StreamKey
 from domain.object_intent import ObjectIntent
 from domain.stream import Stream
@@ -35,7 +45,8 @@ WITH created AS (
     INSERT INTO streams (id, tenant, run_id, stream_id, definition, snapshot_topic, snapshot,
                          version, head, earliest, total_items, total_bytes, closed,
                          legal_hold, erased, created_at)
-    VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+    SELECT $1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16
+    WHERE NOT EXISTS (SELECT 1 FROM erased_runs WHERE tenant = $2 AND run_id = $3)
     ON CONFLICT DO NOTHING
     RETURNING id
 ), created_events AS (
@@ -47,8 +58,14 @@ WITH created AS (
     SELECT $1, c.consumer, 0, NULL FROM unnest($21::text[]) AS c(consumer)
     WHERE EXISTS (SELECT 1 FROM created)
 )
-SELECT EXISTS (SELECT 1 FROM created)
+SELECT EXISTS (SELECT 1 FROM created) AS created,
+       EXISTS (SELECT 1 FROM erased_runs WHERE tenant = $2 AND run_id = $3) AS run_erased
 """
+
+_RUN_LOCK_SHARED = "SELECT pg_advisory_xact_lock_shared(hashtextextended($1 || '/' || $2, 0))"
+_RUN_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2, 0))"
+"""The run's lock (ids cannot hold `/`, so no two runs share a text; a hash collision
+only serializes two runs that did not need it)."""
 
 _LIST_RUN = f"""
 SELECT s.id, s.version, {ROW_COLUMNS} FROM streams AS s
@@ -82,7 +99,6 @@ _MARK_ERASED = """
 INSERT INTO erased_runs (tenant, run_id) VALUES ($1, $2) ON CONFLICT DO NOTHING
 """
 
-_IS_ERASED = "SELECT EXISTS (SELECT 1 FROM erased_runs WHERE tenant = $1 AND run_id = $2)"
 
 
 class PostgresStreamStore:
@@ -99,14 +115,19 @@ class PostgresStreamStore:
         key = stream.key
         events = self._codec.events(stream.collect_events())
         snapshot = self._codec.snapshot(stream)
-        created = await self._pool.fetchval(
-            _CREATE, stream.id, key.tenant, key.run_id, key.stream_id,
-            stream.definition.model_dump_json(), snapshot.topic, snapshot.state, stream.version,
-            stream.head, stream.earliest, stream.total_items, stream.total_bytes, stream.closed,
-            stream.legal_hold, stream.erased, stream.created_at,
-            [e.originator_id for e in events], [e.originator_version for e in events],
-            [e.topic for e in events], [e.state for e in events], list(stream.acks))
-        if created:
+        async with self._pool.acquire() as connection, connection.transaction():
+            await connection.execute(_RUN_LOCK_SHARED, key.tenant, key.run_id)
+            row = await connection.fetchrow(
+                _CREATE, stream.id, key.tenant, key.run_id, key.stream_id,
+                stream.definition.model_dump_json(), snapshot.topic, snapshot.state,
+                stream.version, stream.head, stream.earliest, stream.total_items,
+                stream.total_bytes, stream.closed, stream.legal_hold, stream.erased,
+                stream.created_at, [e.originator_id for e in events],
+                [e.originator_version for e in events], [e.topic for e in events],
+                [e.state for e in events], list(stream.acks))
+        if row["run_erased"]:
+            raise RunErased("the run was erased; nothing more is stored")
+        if row["created"]:
             return stream, True
         existing = await self.load(key)
         if existing is None:  # created and erased in between: cannot happen, rows stay
@@ -153,7 +174,6 @@ class PostgresStreamStore:
         return load_intent_row(self._codec, row) if row is not None else None
 
     async def mark_run_erased(self, run: RunKey) -> None:
-        await self._pool.execute(_MARK_ERASED, run.tenant, run.run_id)
-
-    async def is_run_erased(self, run: RunKey) -> bool:
-        return bool(await self._pool.fetchval(_IS_ERASED, run.tenant, run.run_id))
+        async with self._pool.acquire() as connection, connection.transaction():
+            await connection.execute(_RUN_LOCK, run.tenant, run.run_id)
+            await connection.execute(_MARK_ERASED, run.tenant, run.run_id)

@@ -27,6 +27,7 @@ READ_WRITE = frozenset({"streams:read", "streams:write"})
 
 ALICE = Principal("alice", TENANT, READ_WRITE)
 BOB = Principal("bob", TENANT, READ_WRITE)
+READER = Principal("mallory", TENANT, frozenset({"streams:read"}))
 ADMIN = Principal("root", TENANT, frozenset({"streams:admin"}))
 FRAME_TIMEOUT = 5.0
 

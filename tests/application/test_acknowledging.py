@@ -1,10 +1,18 @@
-"""Acks only advance, stay within head, belong to one principal, and free producer credit."""
+"""Acks only advance and stay within head; only declared consumers exist, a declaration may
+pin who acks it, and acks free producer credit."""
 
 import pytest
 
 from adapters.memory.simulation import simulation
-from domain.errors import AckBeyondHead, AckRegression, Backpressure, ConsumerScope
-from tests.application.support import ALICE, BOB, RUN, append_numbers, make_stream
+from domain.errors import (
+    AckBeyondHead,
+    AckRegression,
+    Backpressure,
+    ConsumerNotFound,
+    ConsumerScope,
+    QuotaExhausted,
+)
+from tests.application.support import ALICE, BOB, READER, RUN, append_numbers, make_stream
 
 
 async def test_an_ack_advances_and_re_acking_the_same_value_is_fine() -> None:
@@ -35,15 +43,42 @@ async def test_an_ack_beyond_head_is_refused() -> None:
         await sim.service.acks.ack(ALICE, RUN, "s", "ui", 3)
 
 
-async def test_a_consumer_belongs_to_the_principal_that_first_acked_it() -> None:
+async def test_an_undeclared_consumer_is_refused_and_never_holds_credit() -> None:
+    # A read-only principal acking an id of its own must not freeze the producer.
     sim = simulation()
-    await make_stream(sim)
+    await make_stream(sim, consumers=["ui"], credit={"max_unread_items": 3})
     await append_numbers(sim, 1, 3)
-    await sim.service.acks.ack(ALICE, RUN, "s", "worker", 1)
+    with pytest.raises(ConsumerNotFound):
+        await sim.service.acks.ack(READER, RUN, "s", "squatter", 0)
+    await sim.service.acks.ack(ALICE, RUN, "s", "ui", 3)
+    assert await append_numbers(sim, 4, 6) == (4, 5, 6)
+    assert (await sim.service.definitions.get(ALICE, RUN, "s")).acks == {"ui": 3}
+
+
+async def test_a_declared_consumer_is_never_claimed_by_its_first_acker() -> None:
+    sim = simulation()
+    await make_stream(sim, consumers=["ui"])
+    await append_numbers(sim, 1, 3)
+    await sim.service.acks.ack(READER, RUN, "s", "ui", 1)
+    assert (await sim.service.acks.ack(ALICE, RUN, "s", "ui", 2)).acked == 2
+
+
+async def test_a_pinned_consumer_refuses_principals_its_declaration_does_not_list() -> None:
+    sim = simulation()
+    await make_stream(sim, consumers=[{"id": "ui", "principals": [ALICE.sub]}])
+    await append_numbers(sim, 1, 3)
     with pytest.raises(ConsumerScope):
-        await sim.service.acks.ack(BOB, RUN, "s", "worker", 2)
-    assert (await sim.service.acks.ack(BOB, RUN, "s", "bobs", 2)).acked == 2
-    assert (await sim.service.definitions.get(ALICE, RUN, "s")).acks == {"worker": 1, "bobs": 2}
+        await sim.service.acks.ack(BOB, RUN, "s", "ui", 1)
+    assert (await sim.service.acks.ack(ALICE, RUN, "s", "ui", 1)).acked == 1
+
+
+async def test_a_stream_without_consumers_is_bounded_by_its_totals_alone() -> None:
+    # A 1,000-token answer is an ordinary LLM reply: nobody acks, nothing must wait.
+    sim = simulation()
+    await make_stream(sim, credit={"max_unread_items": 2, "max_total_items": 5})
+    assert await append_numbers(sim, 1, 5) == (1, 2, 3, 4, 5)
+    with pytest.raises(QuotaExhausted):
+        await append_numbers(sim, 6, 6)
 
 
 async def test_an_ack_frees_credit_for_the_producer() -> None:

@@ -117,7 +117,7 @@ async def test_the_total_ceiling_answers_quota_exhausted_and_stores_nothing() ->
 
 async def test_a_batch_larger_than_the_unread_ceiling_is_too_large() -> None:
     sim = simulation()
-    await make_stream(sim, credit={"max_unread_items": 2})
+    await make_stream(sim, consumers=["ui"], credit={"max_unread_items": 2})
     with pytest.raises(TooLarge):
         await append_numbers(sim, 1, 3)
 

@@ -27,7 +27,7 @@ from application.ports import (
     WakeSubscription,
 )
 from domain.definition import build_definition
-from domain.errors import NotFound
+from domain.errors import NotFound, RunErased
 from domain.identifiers import StreamKey
 from domain.object_intent import AuthorizationReceipt, IntentState, ObjectIntent, ObjectPins
 from domain.records import ObjectRef, draft_for_object, draft_from_wire
@@ -158,7 +158,7 @@ class StorageContract:
         assert loaded is not None
         assert (loaded.head, loaded.earliest, loaded.closed) == (3, 2, True)
         assert (loaded.legal_hold, loaded.hold_reason, loaded.erased) == (True, "audit", False)
-        assert (loaded.acks, loaded.owners) == ({"ui": 1}, {"ui": "alice"})
+        assert loaded.acks == {"ui": 1}
         assert (loaded.total_items, loaded.total_bytes) == (3, 7)
         assert (loaded.usage.unread_items, loaded.usage.unread_bytes) == (2, 2)
         assert loaded.definition == new_stream(key, consumers=["ui"]).definition
@@ -268,7 +268,7 @@ class StorageContract:
                              "idempotency_key": "k1"}, ()),
             draft_from_wire({"payload": None}, ()),
             draft_from_wire({"data": "AAEC/w==", "content_type": "application/x-raw"}, ()),
-            draft_for_object(ref, "object:1"),
+            draft_for_object(ref),
         ]
         at = NOW + timedelta(microseconds=123456)
         async with harness.store.lock(key) as session:
@@ -332,7 +332,7 @@ class StorageContract:
         ref = ObjectRef(str(uuid4()), 10, "b" * 64, "application/pdf")
         await append(harness, key, [{"payload": 1, "idempotency_key": "k1"}])
         async with harness.store.lock(key) as session:
-            plan = session.stream.plan_append([draft_for_object(ref, None)], {})
+            plan = session.stream.plan_append([draft_for_object(ref)], {})
             session.stream.append(plan)
             session.add_records(stored(plan))
         await append(harness, key, [{"payload": 3}, {"payload": 4}, {"payload": 5}])
@@ -464,11 +464,15 @@ class StorageContract:
     async def test_runs_are_marked_erased(self, harness: StorageHarness) -> None:
         key = await created(harness)
         other = await created(harness, StreamKey(key.tenant, key.run_id + "-other", "s"))
-        assert not await harness.store.is_run_erased(key.run)
+        async with harness.store.lock(key) as session:
+            assert not session.run_erased
         await harness.store.mark_run_erased(key.run)
         await harness.store.mark_run_erased(key.run)  # idempotent
-        assert await harness.store.is_run_erased(key.run)
-        assert not await harness.store.is_run_erased(other.run)
+        with pytest.raises(RunErased):
+            await harness.store.create(new_stream(key.run.stream("late")))
+        with pytest.raises(RunErased):  # even an identical re-create of a stream it had
+            await harness.store.create(new_stream(key))
+        await harness.store.create(new_stream(other.run.stream("more")))
         async with harness.store.lock(key) as session:
             assert session.run_erased
         async with harness.store.lock(other) as session:

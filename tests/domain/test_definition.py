@@ -43,6 +43,7 @@ def test_only_stream_id_and_content_class_are_required_and_every_default_is_fill
         "content_class": "output.text",
         "credit": {"max_unread_items": 1000, "max_unread_bytes": 8388608,
                    "max_total_items": 100000, "max_total_bytes": 1073741824,
+                   "max_open_objects": 100,
                    "on_unread_full": "reject", "block_timeout_seconds": 5.0},
         "retention": {"max_age_seconds": None, "max_records": None},
         "redaction": {"mask": []},

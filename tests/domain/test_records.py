@@ -117,13 +117,13 @@ def test_data_round_trips_through_base64(body: bytes) -> None:
     assert (draft.data, draft.size) == (body, len(body))
 
 
-def test_an_object_record_weighs_its_inline_reference_not_its_body() -> None:
+def test_an_object_record_weighs_its_inline_reference_unread_and_has_no_client_key() -> None:
     ref = ObjectRef("obj-1", 32 * 1024 * 1024, "a" * 64, "application/pdf")
-    draft = draft_for_object(ref, "o1")
+    draft = draft_for_object(ref)
     assert draft.size == len(compact_json({"object_id": "obj-1", "size": ref.size,
                                            "sha256": ref.sha256,
                                            "content_type": "application/pdf"}))
-    assert (draft.object, draft.idempotency_key, draft.content_type) == (ref, "o1",
+    assert (draft.object, draft.idempotency_key, draft.content_type) == (ref, None,
                                                                           "application/pdf")
 
 

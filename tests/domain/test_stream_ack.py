@@ -1,37 +1,95 @@
-"""Stream.ack: consumers register on first ack (or from the definition), acks only advance,
-never beyond head, and a consumer belongs to the principal that first acked it."""
+"""Stream.ack: only declared consumers exist, a declaration may pin who acks it, acks only
+advance and never beyond head; unread is measured from the slowest declared consumer."""
 
 from __future__ import annotations
 
+import pytest
+
 from domain.definition import MAX_CONSUMERS
-from domain.errors import AckBeyondHead, AckRegression, ConsumerScope, TooManyConsumers
-from tests.domain.factories import append, credit, draft, refused_unchanged, stream
+from domain.errors import (
+    AckBeyondHead,
+    AckRegression,
+    Backpressure,
+    ConsumerNotFound,
+    ConsumerScope,
+    InvalidDefinition,
+    InvalidIdentifier,
+)
+from tests.domain.factories import append, credit, definition, draft, refused_unchanged, stream
 
 
-def test_consumers_of_the_definition_start_at_zero_unowned() -> None:
+def test_declared_consumers_start_at_zero() -> None:
     target = stream(consumers=["ui", "audit"])
     assert target.status.consumers == {"ui": 0, "audit": 0}
-    assert target.owners == {"ui": None, "audit": None}
 
 
-def test_the_first_ack_registers_a_new_consumer_to_the_acking_principal() -> None:
-    target = stream()
-    append(target, draft(), draft())
-    assert target.ack("ui", 1, "alice")
-    assert target.acks == {"ui": 1}
-    assert target.owners == {"ui": "alice"}
-
-
-def test_the_first_ack_of_a_defined_consumer_claims_it_even_at_zero() -> None:
+def test_an_undeclared_consumer_is_refused_and_nothing_is_registered() -> None:
     target = stream(consumers=["ui"])
-    assert target.ack("ui", 0, "alice")
-    assert target.owners["ui"] == "alice"
+    append(target, draft(), draft())
+    with refused_unchanged(target, ConsumerNotFound) as refused:
+        target.ack("intruder", 0, "mallory")
+    assert refused.value.code == "consumer_not_found"
+    assert target.acks == {"ui": 0}
+
+
+def test_a_stream_without_consumers_refuses_every_ack() -> None:
+    target = stream()
+    append(target, draft())
+    with refused_unchanged(target, ConsumerNotFound):
+        target.ack("ui", 1, "alice")
+
+
+def test_a_plain_declaration_may_be_acked_by_any_reader_and_is_never_owned() -> None:
+    target = stream(consumers=["ui"])
+    append(target, draft(), draft(), draft())
+    assert target.ack("ui", 1, "alice")
+    assert target.ack("ui", 2, "bob")  # the first acker took nothing
+    assert target.acks == {"ui": 2}
+
+
+def test_a_pinned_declaration_refuses_principals_it_does_not_list() -> None:
+    target = stream(consumers=[{"id": "ui", "principals": ["alice"]}, "audit"])
+    append(target, draft(), draft())
+    with refused_unchanged(target, ConsumerScope) as refused:
+        target.ack("ui", 1, "bob")
+    assert refused.value.code == "consumer_scope"
+    assert target.ack("ui", 1, "alice")
+    assert target.ack("audit", 1, "bob")
+
+
+def test_a_pinned_declaration_refuses_even_an_ack_at_zero() -> None:
+    target = stream(consumers=[{"id": "ui", "principals": ["alice"]}])
     with refused_unchanged(target, ConsumerScope):
         target.ack("ui", 0, "bob")
 
 
+def test_both_spellings_of_an_unpinned_declaration_are_one_definition() -> None:
+    assert definition(consumers=[{"id": "ui"}]) == definition(consumers=["ui"])
+    assert definition(consumers=[{"id": "ui", "principals": None}]).consumers == ("ui",)
+
+
+@pytest.mark.parametrize("consumers", [
+    [{"id": "ui", "principals": []}],
+    [{"id": "ui", "principals": [""]}],
+    [{"id": "bad id", "principals": ["alice"]}],
+    [{"id": "ui", "principals": ["alice"], "extra": 1}],
+    [{"principals": ["alice"]}],
+    ["ui", {"id": "ui", "principals": ["alice"]}],
+    [7],
+])
+def test_malformed_declarations_are_refused(consumers: list[object]) -> None:
+    with pytest.raises((InvalidDefinition, InvalidIdentifier)):
+        definition(consumers=consumers)
+
+
+def test_declarations_are_bounded() -> None:
+    definition(consumers=[f"c{number}" for number in range(MAX_CONSUMERS)])
+    with pytest.raises(InvalidDefinition):
+        definition(consumers=[f"c{number}" for number in range(MAX_CONSUMERS + 1)])
+
+
 def test_acks_advance() -> None:
-    target = stream()
+    target = stream(consumers=["ui"])
     append(target, draft(), draft(), draft())
     target.ack("ui", 1, "alice")
     assert target.ack("ui", 3, "alice")
@@ -39,7 +97,7 @@ def test_acks_advance() -> None:
 
 
 def test_re_acking_the_current_value_is_accepted_and_changes_nothing() -> None:
-    target = stream()
+    target = stream(consumers=["ui"])
     append(target, draft(), draft())
     target.ack("ui", 2, "alice")
     target.collect_events()
@@ -48,7 +106,7 @@ def test_re_acking_the_current_value_is_accepted_and_changes_nothing() -> None:
 
 
 def test_an_ack_below_the_current_one_is_a_regression() -> None:
-    target = stream()
+    target = stream(consumers=["ui"])
     append(target, draft(), draft(), draft())
     target.ack("ui", 2, "alice")
     with refused_unchanged(target, AckRegression) as refused:
@@ -63,26 +121,15 @@ def test_a_negative_ack_is_refused() -> None:
 
 
 def test_an_ack_beyond_head_is_refused() -> None:
-    target = stream()
+    target = stream(consumers=["ui"])
     append(target, draft(), draft())
     with refused_unchanged(target, AckBeyondHead) as refused:
         target.ack("ui", 3, "alice")
     assert refused.value.extra == {"head": 2}
-    assert "ui" not in target.acks
-
-
-def test_another_principal_may_not_ack_a_consumer_it_does_not_own() -> None:
-    target = stream()
-    append(target, draft(), draft())
-    target.ack("ui", 1, "alice")
-    with refused_unchanged(target, ConsumerScope) as refused:
-        target.ack("ui", 2, "bob")
-    assert refused.value.code == "consumer_scope"
-    assert target.ack("ui", 2, "alice")
 
 
 def test_consumers_are_independent() -> None:
-    target = stream()
+    target = stream(consumers=["ui", "audit"])
     append(target, draft(), draft(), draft())
     target.ack("ui", 3, "alice")
     target.ack("audit", 1, "bob")
@@ -100,31 +147,31 @@ def test_acks_free_unread_credit_only_up_to_the_slowest_consumer() -> None:
     assert (target.usage.unread_items, target.usage.unread_bytes) == (0, 0)
 
 
-def test_a_late_consumer_does_not_take_back_credit_already_freed() -> None:
-    # Credit once granted is never revoked: records freed by every known consumer stay
-    # freed when a new consumer registers lower.
-    target = stream()
-    append(target, draft(10), draft(10), draft(10))
-    target.ack("ui", 3, "alice")
-    target.ack("late", 1, "bob")
-    assert target.usage.unread_items == 0
-    assert target.unread_floor == 3
+def test_a_stream_without_consumers_has_nothing_unread_and_no_unread_ceiling() -> None:
+    target = stream(credit=credit(max_unread_items=2, max_unread_bytes=25))
+    for _ in range(5):
+        append(target, draft(10))
+    append(target, draft(10), draft(10), draft(10))  # a batch above the unread ceiling, too
+    assert (target.usage.unread_items, target.usage.unread_bytes) == (0, 0)
+    assert target.head == 8
+
+
+def test_backpressure_names_the_consumers_that_hold_it_and_the_ceiling() -> None:
+    target = stream(consumers=["ui", "audit", "ops"], credit=credit(max_unread_items=2))
+    append(target, draft(10), draft(10))
+    target.ack("ui", 2, "alice")
+    with refused_unchanged(target, Backpressure) as refused:
+        append(target, draft(10))
+    assert refused.value.extra == {
+        "retry_after_seconds": 1, "consumers": ["audit", "ops"], "unread_items": 2,
+        "unread_bytes": 20, "max_unread_items": 2, "max_unread_bytes": 1_000_000}
 
 
 def test_acks_are_accepted_on_closed_and_erased_streams() -> None:
     # A reader finishing a closed stream must still be able to record where it stopped.
-    target = stream()
+    target = stream(consumers=["ui", "audit"])
     append(target, draft(), draft())
     target.close()
     assert target.ack("ui", 2, "alice")
     target.erase()
     assert target.ack("audit", 2, "bob")
-
-
-def test_consumers_registered_by_ack_are_bounded_like_those_of_the_definition() -> None:
-    target = stream()
-    for number in range(MAX_CONSUMERS):
-        target.ack(f"c{number}", 0, "alice")
-    with refused_unchanged(target, TooManyConsumers):
-        target.ack("one-more", 0, "alice")
-    assert target.ack("c0", 0, "alice") is False

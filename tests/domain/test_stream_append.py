@@ -30,7 +30,7 @@ def test_sequences_are_dense_from_head_plus_one() -> None:
 
 
 def test_an_append_counts_items_and_bytes() -> None:
-    target = stream()
+    target = stream(consumers=["ui"])
     append(target, draft(10), draft(25))
     assert (target.total_items, target.total_bytes) == (2, 35)
     assert (target.usage.unread_items, target.usage.unread_bytes) == (2, 35)
@@ -106,7 +106,7 @@ def test_a_batch_over_the_batch_limit_is_too_large() -> None:
 
 
 def test_the_unread_items_ceiling_answers_backpressure() -> None:
-    target = stream(credit=credit(max_unread_items=3))
+    target = stream(consumers=["ui"], credit=credit(max_unread_items=3))
     append(target, draft(), draft(), draft())
     with refused_unchanged(target, Backpressure) as refused:
         target.plan_append([draft()], {})
@@ -114,7 +114,7 @@ def test_the_unread_items_ceiling_answers_backpressure() -> None:
 
 
 def test_the_unread_bytes_ceiling_answers_backpressure() -> None:
-    target = stream(credit=credit(max_unread_bytes=100))
+    target = stream(consumers=["ui"], credit=credit(max_unread_bytes=100))
     append(target, draft(60))
     with refused_unchanged(target, Backpressure):
         target.plan_append([draft(41)], {})
@@ -134,14 +134,22 @@ def test_unread_is_counted_after_the_slowest_consumer_ack() -> None:
         target.plan_append([draft()], {})
 
 
-def test_without_consumers_unread_is_everything_above_the_earliest_retained() -> None:
-    target = stream(credit=credit(max_unread_items=3, max_unread_bytes=30))
+def test_pruning_frees_unread_credit_that_no_consumer_has_acked() -> None:
+    target = stream(consumers=["ui"], credit=credit(max_unread_items=3, max_unread_bytes=30))
     append(target, draft(10), draft(10), draft(10))
     with refused_unchanged(target, Backpressure):
         target.plan_append([draft(1)], {})
     target.prune(2)
     assert (target.usage.unread_items, target.usage.unread_bytes) == (1, 10)
     assert append(target, draft(10), draft(10)) == (4, 5)
+
+
+def test_without_consumers_nothing_waits_so_only_the_totals_bound_a_stream() -> None:
+    target = stream(credit=credit(max_unread_items=3, max_unread_bytes=30, max_total_items=6))
+    append(target, draft(10), draft(10), draft(10))
+    assert append(target, draft(10), draft(10), draft(10)) == (4, 5, 6)
+    with refused_unchanged(target, QuotaExhausted):
+        target.plan_append([draft(1)], {})
 
 
 def test_the_total_items_ceiling_is_quota_exhausted_and_acking_does_not_help() -> None:
@@ -170,7 +178,7 @@ def test_the_quota_counts_pruned_records_too() -> None:
 
 
 def test_a_batch_that_could_never_fit_the_unread_ceiling_is_too_large() -> None:
-    target = stream(credit=credit(max_unread_items=2, max_unread_bytes=100))
+    target = stream(consumers=["ui"], credit=credit(max_unread_items=2, max_unread_bytes=100))
     with refused_unchanged(target, TooLarge):
         target.plan_append([draft(), draft(), draft()], {})
     with refused_unchanged(target, TooLarge):
@@ -178,7 +186,7 @@ def test_a_batch_that_could_never_fit_the_unread_ceiling_is_too_large() -> None:
 
 
 def test_a_rejected_batch_stores_none_of_its_records() -> None:
-    target = stream(credit=credit(max_unread_items=3))
+    target = stream(consumers=["ui"], credit=credit(max_unread_items=3))
     append(target, draft(), draft())
     with refused_unchanged(target, Backpressure):
         target.plan_append([draft(key="x"), draft(key="y")], {})
@@ -216,7 +224,7 @@ def test_an_erased_stream_refuses_even_a_retry_of_an_old_key() -> None:
 
 
 def test_zero_byte_records_still_count_as_items() -> None:
-    target = stream(credit=credit(max_unread_items=2))
+    target = stream(consumers=["ui"], credit=credit(max_unread_items=2))
     append(target, draft(0), draft(0))
     with refused_unchanged(target, Backpressure):
         target.plan_append([draft(0)], {})

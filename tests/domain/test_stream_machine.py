@@ -1,10 +1,11 @@
 """`Stream` against a plain Python model, over random command sequences.
 
 The model is the rule written the simplest way: a dict of record sizes by
-sequence, the earliest retained sequence, an unread floor, consumer acks and
-owners. After every step the aggregate must agree with it, stay inside every
-ceiling, keep its pins, and be rebuilt exactly from its own events. A refused
-command must leave every attribute of the aggregate as it was.
+sequence, the earliest retained sequence, an unread floor and the acks of the
+declared consumers (one of them pinned to a principal). After every step the
+aggregate must agree with it, stay inside every ceiling, keep its pins, and be
+rebuilt exactly from its own events. A refused command must leave every
+attribute of the aggregate as it was.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from domain.errors import (
     AckBeyondHead,
     AckRegression,
     Backpressure,
+    ConsumerNotFound,
     ConsumerScope,
     DomainError,
     QuotaExhausted,
@@ -36,6 +38,7 @@ from tests.domain.factories import KEY, T0, credit, definition, draft, refused_u
 CONSUMERS = ("ui", "audit", "ops")
 PRINCIPALS = ("alice", "bob")
 IDEMPOTENCY_KEYS = ("k0", "k1", "k2", "k3", "k4")
+OBJECTS = ("o1", "o2", "o3")
 BATCHES = st.lists(st.tuples(st.integers(0, 25), st.none() | st.sampled_from(IDEMPOTENCY_KEYS)),
                    min_size=1, max_size=4)
 
@@ -47,12 +50,17 @@ class StreamMachine(RuleBasedStateMachine):
 
     @initialize(consumers=st.lists(st.sampled_from(CONSUMERS[:2]), unique=True, max_size=2),
                 unread_items=st.integers(2, 10), unread_bytes=st.integers(40, 300),
-                total_items=st.integers(1, 30), total_bytes=st.integers(20, 600))
+                total_items=st.integers(1, 30), total_bytes=st.integers(20, 600),
+                open_objects=st.integers(1, 3))
     def create(self, consumers: list[str], unread_items: int, unread_bytes: int,
-               total_items: int, total_bytes: int) -> None:
-        self.pins = definition(consumers=consumers, credit=credit(
+               total_items: int, total_bytes: int, open_objects: int) -> None:
+        declarations: list[Any] = [
+            {"id": consumer, "principals": [PRINCIPALS[0]]} if consumer == "audit" else consumer
+            for consumer in consumers]
+        self.pins = definition(consumers=declarations, credit=credit(
             max_unread_items=unread_items, max_unread_bytes=unread_bytes,
-            max_total_items=total_items, max_total_bytes=total_bytes))
+            max_total_items=total_items, max_total_bytes=total_bytes,
+            max_open_objects=open_objects))
         self.pins_wire = copy.deepcopy(self.pins.to_wire())
         self.stream = Stream.start(KEY, self.pins, T0)
         self.events: list[Any] = []
@@ -62,7 +70,8 @@ class StreamMachine(RuleBasedStateMachine):
         self.earliest = 1
         self.floor = 0
         self.acks: dict[str, int] = dict.fromkeys(consumers, 0)
-        self.owners: dict[str, str | None] = dict.fromkeys(consumers)
+        self.pinned = {"audit": PRINCIPALS[0]} if "audit" in consumers else {}
+        self.reserved: dict[str, int] = {}
         self.closed = self.held = self.erased = False
         self.reason: str | None = None
         self.acks_seen: dict[str, int] = dict(self.acks)
@@ -75,10 +84,14 @@ class StreamMachine(RuleBasedStateMachine):
 
     def usage(self) -> Usage:
         unread = [self.sizes[sequence] for sequence in range(self.floor + 1, self.head + 1)]
-        return Usage(len(unread), sum(unread), len(self.sizes), sum(self.sizes.values()))
+        return Usage(len(unread), sum(unread), len(self.sizes),
+                     sum(self.sizes.values()) + sum(self.reserved.values()))
 
     def raise_floor(self, candidate: int) -> None:
         self.floor = min(max(self.floor, candidate, self.earliest - 1), self.head)
+
+    def raise_floor_to_the_slowest(self) -> None:
+        self.raise_floor(min(self.acks.values()) if self.acks else self.head)
 
     # -- commands ------------------------------------------------------------
 
@@ -113,6 +126,7 @@ class StreamMachine(RuleBasedStateMachine):
             self.sizes[sequence] = size
             if key is not None:
                 self.receipts[key] = sequence
+        self.raise_floor_to_the_slowest()
 
     def append_refusal(self, items: int, size: int) -> type[DomainError] | None:
         if self.erased:
@@ -123,12 +137,13 @@ class StreamMachine(RuleBasedStateMachine):
         usage = self.usage()
         if self.closed:
             return StreamClosed
-        if items > limits.max_unread_items or size > limits.max_unread_bytes:
+        gated = bool(self.acks)
+        if gated and (items > limits.max_unread_items or size > limits.max_unread_bytes):
             return TooLarge
         if (usage.total_items + items > limits.max_total_items
                 or usage.total_bytes + size > limits.max_total_bytes):
             return QuotaExhausted
-        if (usage.unread_items + items > limits.max_unread_items
+        if gated and (usage.unread_items + items > limits.max_unread_items
                 or usage.unread_bytes + size > limits.max_unread_bytes):
             return Backpressure
         return None
@@ -138,26 +153,50 @@ class StreamMachine(RuleBasedStateMachine):
     def ack(self, consumer: str, principal: str, data: st.DataObject) -> None:
         current = self.acks.get(consumer)
         sequence = data.draw(st.integers(-1, self.head + 2) | st.just(current or 0))
-        owner = self.owners.get(consumer)
         error: type[DomainError] | None = None
-        if sequence < 0:
+        if current is None:
+            error = ConsumerNotFound
+        elif self.pinned.get(consumer, principal) != principal:
+            error = ConsumerScope
+        elif sequence < 0 or sequence < current:
             error = AckRegression
         elif sequence > self.head:
             error = AckBeyondHead
-        elif owner is not None and owner != principal:
-            error = ConsumerScope
-        elif current is not None and sequence < current:
-            error = AckRegression
         event(f"ack: {error.__name__ if error else 'accepted'}")
         if error is not None:
             with refused_unchanged(self.stream, error):
                 self.stream.ack(consumer, sequence, principal)
             return
         changed = self.stream.ack(consumer, sequence, principal)
-        assert changed == (current != sequence or owner is None)
+        assert changed == (current != sequence)
         self.acks[consumer] = sequence
-        self.owners[consumer] = principal
-        self.raise_floor(min(self.acks.values()))
+        self.raise_floor_to_the_slowest()
+
+    @rule(object_id=st.sampled_from(OBJECTS), size=st.integers(0, 200))
+    def reserve_object(self, object_id: str, size: int) -> None:
+        limits = self.pins.credit
+        error: type[DomainError] | None = None
+        if self.erased:
+            error = RunErased
+        elif self.closed:
+            error = StreamClosed
+        elif object_id in self.reserved:
+            error = None
+        elif (len(self.reserved) >= limits.max_open_objects
+              or self.usage().total_bytes + size > limits.max_total_bytes):
+            error = QuotaExhausted
+        event(f"reserve: {error.__name__ if error else 'reserved'}")
+        if error is not None:
+            with refused_unchanged(self.stream, error):
+                self.stream.reserve_object(object_id, size)
+            return
+        self.stream.reserve_object(object_id, size)
+        self.reserved.setdefault(object_id, size)
+
+    @rule(object_id=st.sampled_from(OBJECTS))
+    def release_object(self, object_id: str) -> None:
+        assert self.stream.release_object(object_id) == (object_id in self.reserved)
+        self.reserved.pop(object_id, None)
 
     # Close and erase end appending for good; letting them fire only once something was
     # stored keeps most sequences busy with appends and acks (unit tests cover empty ones).
@@ -199,6 +238,7 @@ class StreamMachine(RuleBasedStateMachine):
         self.erased = True
         self.earliest = self.head + 1
         self.raise_floor(self.head)
+        self.reserved = {}
 
     # -- what must always hold ----------------------------------------------
 
@@ -212,7 +252,7 @@ class StreamMachine(RuleBasedStateMachine):
         assert (stream.head, stream.earliest) == (self.head, self.earliest)
         assert stream.usage == self.usage()
         assert stream.acks == self.acks
-        assert stream.owners == self.owners
+        assert stream.reservations == self.reserved
         assert (stream.closed, stream.legal_hold, stream.hold_reason, stream.erased) == (
             self.closed, self.held, self.reason, self.erased)
 
@@ -233,7 +273,7 @@ class StreamMachine(RuleBasedStateMachine):
     def acks_only_advance(self) -> None:
         for consumer, acked in self.stream.acks.items():
             assert acked >= self.acks_seen.get(consumer, 0)
-        assert self.acks_seen.keys() <= self.stream.acks.keys()
+        assert self.stream.acks.keys() == set(self.pins.consumer_ids)
         self.acks_seen = dict(self.stream.acks)
 
     @invariant()

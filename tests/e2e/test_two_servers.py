@@ -99,7 +99,8 @@ async def test_concurrent_appends_through_both_nodes_are_dense_and_every_reader_
 async def test_credit_and_acks_are_decided_from_durable_state_across_nodes(
         clients: tuple[httpx.AsyncClient, httpx.AsyncClient], run_id: str) -> None:
     on_a, on_b = clients
-    await create_stream(on_a, run_id, credit={"max_unread_items": 3}, consumers=["ui"])
+    await create_stream(on_a, run_id, credit={"max_unread_items": 3},
+                        consumers=[{"id": "ui", "principals": ["alice"]}])
     await append(on_a, run_id, "s", [1, 2, 3])
     full = await on_b.post(f"/runs/{run_id}/streams/s/records", json={"records": [{"payload": 4}]})
     assert_problem(full, 429, "backpressure")

@@ -11,6 +11,7 @@ SPEC_DEFINITION = {
     "content_class": "output.text",
     "credit": {"max_unread_items": 1000, "max_unread_bytes": 8388608,
                "max_total_items": 100000, "max_total_bytes": 1073741824,
+               "max_open_objects": 100,
                "on_unread_full": "reject", "block_timeout_seconds": 5},
     "retention": {"max_age_seconds": None, "max_records": None},
     "redaction": {"mask": ["/user/email"]},

@@ -78,7 +78,7 @@ async def test_the_unread_floor_column_is_filled_from_existing_snapshots(
             "erased, created_at) VALUES (gen_random_uuid(), 't', 'r', 's', '{}', "
             "'eventsourcing.domain:Snapshot', $1, 3, 9, 1, 9, 90, false, false, false, now())",
             snapshot)
-        assert [name for name in await migrate(empty_dsn)] == ["0006_unread_floor"]
+        assert (await migrate(empty_dsn))[0] == "0006_unread_floor"
         assert await connection.fetchval("SELECT unread_floor FROM streams") == 7
     finally:
         await connection.close()

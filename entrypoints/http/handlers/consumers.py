@@ -21,7 +21,8 @@ async def ack(
     service: NamedDependency[RunnelService],
 ) -> dict[str, Any]:
     """Acks only advance: below the current ack is 409 `ack_regression`, beyond head 400
-    `ack_beyond_head`; re-acking the current value is 200. A consumer belongs to the
-    principal that first acked it (403 `consumer_scope` for anyone else)."""
+    `ack_beyond_head`; re-acking the current value is 200. Only declared consumers exist
+    (404 `consumer_not_found`); one whose declaration pins principals refuses any other
+    (403 `consumer_scope`)."""
     result = await service.acks.ack(principal, run_id, stream_id, consumer_id, data.sequence)
     return {"consumer_id": result.consumer_id, "acked": result.acked}
