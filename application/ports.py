@@ -302,7 +302,9 @@ class GapEvidence(Protocol):
 
 
 class DeliveryOutbox(Protocol):
-    """Input-delivery rows, claimed with a lease so a dead worker's rows are taken over."""
+    """Input-delivery rows, claimed with a lease so a dead worker's rows are taken over.
+    A row is pending until it is completed or dead-lettered (claimed and retrying rows
+    are still pending)."""
 
     async def claim(self, worker: str, now: datetime, lease_seconds: float,
                     limit: int) -> Sequence[Delivery]: ...
@@ -315,6 +317,10 @@ class DeliveryOutbox(Protocol):
     async def dead_letter(self, key: StreamKey, sequence: int, error: str) -> None: ...
 
     async def dead_letters(self, key: StreamKey) -> Sequence[Delivery]: ...
+
+    async def pending_count(self, key: StreamKey | None = None) -> int:
+        """Pending rows of `key`, or of every stream when `key` is None."""
+        ...
 
 
 class DeletionOutbox(Protocol):

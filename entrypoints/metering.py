@@ -148,6 +148,9 @@ class CountingDeliveryOutbox:
     async def dead_letters(self, key: StreamKey) -> Sequence[Delivery]:
         return await self._inner.dead_letters(key)
 
+    async def pending_count(self, key: StreamKey | None = None) -> int:
+        return await self._inner.pending_count(key)
+
 
 class CountingGapEvidence:
     def __init__(self, inner: GapEvidence, metrics: Metrics) -> None:
