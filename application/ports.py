@@ -366,7 +366,12 @@ class InputEvent:
 
 class WorkflowWaitService(Protocol):
     """The workflow engine's resume authority. Delivery is at-least-once; the
-    service deduplicates by `event_id`. Raises on failure so the row is retried."""
+    service deduplicates by `event_id`. Raises on failure so the row is retried.
+
+    `publish` returning is what completes the outbox row, so each adapter states
+    what it proves: the webhook, that the receiver answered 2xx (delivered); the
+    NOTIFY channel, only that the notification committed (published: Postgres
+    hands it to the sessions listening at that moment, and to nobody else)."""
 
     async def publish(self, event: InputEvent) -> None: ...
 

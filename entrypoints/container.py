@@ -25,6 +25,7 @@ from entrypoints.metering import (
     CountingGapEvidence,
     CountingWakeBus,
     MeteredStreamStore,
+    metered_wait_service,
 )
 from entrypoints.metrics import Metrics
 from entrypoints.object_stores import open_object_store
@@ -72,8 +73,8 @@ class Container(containers.DeclarativeContainer):
     object_store = providers.Dependency(instance_of=object)
     """Supplied by `running()` once the object store is open (see `open_object_store`)."""
     wait_service = providers.Dependency(instance_of=object)
-    """Supplied by `running()` once the wait service is open (see `open_wait_service`);
-    None when none is configured (input records stay pending)."""
+    """Supplied by `running()` once the wait service is open (see `open_wait_service`),
+    metered; None when none is configured (input records stay pending)."""
     ports = providers.Singleton(build_ports, backend, object_store, wait_service, clock, metrics)
     service = providers.Singleton(RunnelService.build, ports=ports, node=node,
                                   live_epoch=providers.Callable(live_epoch))
@@ -85,7 +86,9 @@ async def running(container: Container) -> AsyncIterator[RunnelService]:
     async with AsyncExitStack() as stack:
         backend = await stack.enter_async_context(open_backend(settings))
         objects = await stack.enter_async_context(open_object_store(settings))
-        wait_service = await stack.enter_async_context(open_wait_service(settings, backend))
+        wait_service = metered_wait_service(
+            await stack.enter_async_context(open_wait_service(settings, backend)),
+            settings.wait_service_kind(), container.metrics())
         if wait_service is None and settings.workers:
             log.warning("RUNNEL_WAIT_SERVICE is not set: input records stay pending until a "
                         "node with a wait service delivers them")
