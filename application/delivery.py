@@ -1,7 +1,9 @@
 """Use case: deliver input records to the workflow through its wait service.
 
 At-least-once with a stable event id; retries back off exponentially; after
-the pinned number of attempts a row is dead-lettered and stays visible.
+the pinned number of attempts a row is dead-lettered and stays visible. With
+no wait service configured nothing is claimed: every row stays pending (and
+counted) until a node with one takes it (ADR 0014).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from application.ports import (
     RecordReader,
     WorkflowWaitService,
 )
-from application.views import record_envelope
+from application.views import DeliveryCounts, record_envelope
 from domain.identifiers import input_event_id
 from domain.stream import Stream
 
@@ -30,31 +32,41 @@ def backoff_seconds(attempts: int) -> float:
 
 class InputDispatcher:
     def __init__(self, outbox: DeliveryOutbox, reader: RecordReader,
-                 wait_service: WorkflowWaitService, clock: Clock, node: NodeSettings) -> None:
+                 wait_service: WorkflowWaitService | None, clock: Clock,
+                 node: NodeSettings) -> None:
         self._outbox = outbox
         self._reader = reader
         self._wait_service = wait_service
         self._clock = clock
         self._node = node
 
-    async def dead_letter_count(self, stream: Stream) -> int:
-        """How many of the stream's input records were dead-lettered (0 for output streams,
-        which have no deliveries); the caller has already authorized reading `stream`."""
+    async def counts(self, stream: Stream) -> DeliveryCounts:
+        """The stream's input records still pending and dead-lettered (none for output
+        streams, which have no deliveries); the caller has already authorized reading
+        `stream`."""
         if stream.definition.direction != "input":
-            return 0
-        return len(await self._outbox.dead_letters(stream.key))
+            return DeliveryCounts()
+        return DeliveryCounts(pending=await self._outbox.pending_count(stream.key),
+                              dead_letters=len(await self._outbox.dead_letters(stream.key)))
+
+    async def pending_total(self) -> int:
+        """Input records of every stream not yet handed over nor given up."""
+        return await self._outbox.pending_count()
 
     async def dispatch_once(self, worker: str, limit: int = 100) -> int:
-        """Claim due rows and publish each; returns how many were delivered."""
+        """Claim due rows and publish each; returns how many were handed over. Without a
+        wait service nothing is claimed: a claim would only burn attempts and leases."""
+        if self._wait_service is None:
+            return 0
         claimed = await self._outbox.claim(worker, self._clock.now(),
                                            self._node.delivery_lease_seconds, limit)
         delivered = 0
         for delivery in claimed:
-            if await self._deliver(delivery):
+            if await self._deliver(self._wait_service, delivery):
                 delivered += 1
         return delivered
 
-    async def _deliver(self, delivery: Delivery) -> bool:
+    async def _deliver(self, wait_service: WorkflowWaitService, delivery: Delivery) -> bool:
         key, sequence = delivery.stream, delivery.sequence
         page = await self._reader.read_page(key, sequence - 1, 1)
         if not page.records or page.records[0].sequence != sequence:
@@ -63,7 +75,7 @@ class InputDispatcher:
         event = InputEvent(input_event_id(key, sequence), key.run_id, key.stream_id, sequence,
                            record_envelope(page.records[0], key.run_id, key.stream_id))
         try:
-            await self._wait_service.publish(event)
+            await wait_service.publish(event)
         except Exception as error:  # any failure of the port is retried, never lost
             attempts = delivery.attempts + 1
             message = f"{type(error).__name__}: {error}"[:500]

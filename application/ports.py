@@ -307,7 +307,9 @@ class GapEvidence(Protocol):
 
 
 class DeliveryOutbox(Protocol):
-    """Input-delivery rows, claimed with a lease so a dead worker's rows are taken over."""
+    """Input-delivery rows, claimed with a lease so a dead worker's rows are taken over.
+    A row is pending until it is completed or dead-lettered (claimed and retrying rows
+    are still pending)."""
 
     async def claim(self, worker: str, now: datetime, lease_seconds: float,
                     limit: int) -> Sequence[Delivery]: ...
@@ -320,6 +322,10 @@ class DeliveryOutbox(Protocol):
     async def dead_letter(self, key: StreamKey, sequence: int, error: str) -> None: ...
 
     async def dead_letters(self, key: StreamKey) -> Sequence[Delivery]: ...
+
+    async def pending_count(self, key: StreamKey | None = None) -> int:
+        """Pending rows of `key`, or of every stream when `key` is None."""
+        ...
 
 
 class DeletionOutbox(Protocol):
@@ -365,7 +371,12 @@ class InputEvent:
 
 class WorkflowWaitService(Protocol):
     """The workflow engine's resume authority. Delivery is at-least-once; the
-    service deduplicates by `event_id`. Raises on failure so the row is retried."""
+    service deduplicates by `event_id`. Raises on failure so the row is retried.
+
+    `publish` returning is what completes the outbox row, so each adapter states
+    what it proves: the webhook, that the receiver answered 2xx (delivered); the
+    NOTIFY channel, only that the notification committed (published: Postgres
+    hands it to the sessions listening at that moment, and to nobody else)."""
 
     async def publish(self, event: InputEvent) -> None: ...
 

@@ -41,7 +41,8 @@ class Ports:
     gaps: GapEvidence
     outbox: DeliveryOutbox
     deletions: DeletionOutbox
-    wait_service: WorkflowWaitService
+    wait_service: WorkflowWaitService | None
+    """None: no wait service is configured and input records stay pending (ADR 0014)."""
     clock: Clock
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from dataclasses import dataclass
 from typing import Any
 
 from application.ports import StoredRecord
@@ -11,8 +12,18 @@ from domain.stream import Stream
 API_PREFIX = "/api/workflow-streams"
 
 
-def stream_view(stream: Stream, dead_letters: int = 0) -> dict[str, Any]:
-    """`dead_letters`: input records whose delivery gave up (see `InputDispatcher`)."""
+@dataclass(frozen=True)
+class DeliveryCounts:
+    """An input stream's outbox, as its status shows it (see `InputDispatcher`)."""
+
+    pending: int = 0
+    """Input records not yet handed to the workflow's wait service (waiting, retrying, or
+    held until one is configured)."""
+    dead_letters: int = 0
+    """Input records whose delivery gave up."""
+
+
+def stream_view(stream: Stream, deliveries: DeliveryCounts = DeliveryCounts()) -> dict[str, Any]:
     return {
         "run_id": stream.run_id,
         "stream_id": stream.stream_id,
@@ -24,7 +35,8 @@ def stream_view(stream: Stream, dead_letters: int = 0) -> dict[str, Any]:
             "legal_hold": stream.legal_hold,
             "erased": stream.erased,
             "consumers": dict(stream.acks),
-            "dead_letters": dead_letters,
+            "pending_inputs": deliveries.pending,
+            "dead_letters": deliveries.dead_letters,
         },
         "created_at": stream.created_at.isoformat(),
     }

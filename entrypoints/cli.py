@@ -16,6 +16,7 @@ from importlib.metadata import version
 from typing import Any
 
 import uvicorn
+from pydantic import ValidationError
 from uvicorn.config import LOGGING_CONFIG
 
 from application.views import API_PREFIX
@@ -65,12 +66,29 @@ def _banner(settings: Settings, host: str, port: int) -> str:
     return "\n".join([
         f"Runnel listening on {url}",
         f"  storage:   {storage}; region {settings.region}",
+        f"  inputs:    input records {_inputs(settings)}"
+        + ("" if settings.workers else " (this process runs no workers: `runnel worker` "
+           "delivers with its own RUNNEL_WAIT_SERVICE)"),
         f"  API docs:  {url}/schema  (OpenAPI: {url}/schema/openapi.json)",
         f"  dev token: tenant {DEV_TENANT!r}, sub {DEV_SUBJECT!r}, scopes {', '.join(DEV_SCOPES)},"
         f" valid {DEV_TOKEN_TTL_SECONDS // 3600} h",
         f"  export RUNNEL_TOKEN={token}",
         f'  curl -H "Authorization: Bearer $RUNNEL_TOKEN" {url}{API_PREFIX}/runs/demo/streams',
     ])
+
+
+def _inputs(settings: Settings) -> str:
+    """What happens to input records, by `RUNNEL_WAIT_SERVICE` (ADR 0014)."""
+    kind = settings.wait_service_kind()
+    if kind == "webhook":
+        return f"are delivered to the webhook at {settings.webhook_url} (2xx = delivered)"
+    if kind == "notify":
+        return (f"are published as NOTIFY on {settings.notify_channel!r} (only sessions "
+                "listening at that moment receive them)")
+    if kind == "memory":
+        return "are kept in this process (RUNNEL_STORAGE=memory: no workflow gets them)"
+    return ("will stay pending until RUNNEL_WAIT_SERVICE is set (webhook or notify); "
+            "see status.pending_inputs and runnel_input_pending")
 
 
 def _log_config() -> dict[str, Any]:
@@ -183,7 +201,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.handler(args))
+    try:
+        return int(args.handler(args))
+    except ValidationError as error:  # a RUNNEL_* variable: say which, without a traceback
+        print(f"runnel {args.command}: invalid configuration", file=sys.stderr)
+        for problem in error.errors():
+            where = ".".join(str(part) for part in problem["loc"])
+            name = f"RUNNEL_{where.upper()}: " if where else ""
+            print(f"  {name}{problem['msg']}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ supplies it to the container, yields the service, and undoes all of it on exit.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -24,6 +25,7 @@ from entrypoints.metering import (
     CountingGapEvidence,
     CountingWakeBus,
     MeteredStreamStore,
+    metered_wait_service,
 )
 from entrypoints.metrics import Metrics
 from entrypoints.object_stores import open_object_store
@@ -32,9 +34,12 @@ from entrypoints.settings import Settings
 from entrypoints.wait_services import open_wait_service
 from entrypoints.workers import background_workers
 
+log = logging.getLogger("runnel.container")
 
-def build_ports(backend: Backend, objects: ObjectStore, wait_service: WorkflowWaitService,
-                clock: Clock, metrics: Metrics) -> Ports:
+
+def build_ports(backend: Backend, objects: ObjectStore,
+                wait_service: WorkflowWaitService | None, clock: Clock,
+                metrics: Metrics) -> Ports:
     return Ports(
         store=MeteredStreamStore(backend.store, metrics),
         reader=CoalescingRecordReader(backend.reader),
@@ -68,7 +73,8 @@ class Container(containers.DeclarativeContainer):
     object_store = providers.Dependency(instance_of=object)
     """Supplied by `running()` once the object store is open (see `open_object_store`)."""
     wait_service = providers.Dependency(instance_of=object)
-    """Supplied by `running()` once the wait service is open (see `open_wait_service`)."""
+    """Supplied by `running()` once the wait service is open (see `open_wait_service`),
+    metered; None when none is configured (input records stay pending)."""
     ports = providers.Singleton(build_ports, backend, object_store, wait_service, clock, metrics)
     service = providers.Singleton(RunnelService.build, ports=ports, node=node,
                                   live_epoch=providers.Callable(live_epoch))
@@ -80,7 +86,12 @@ async def running(container: Container) -> AsyncIterator[RunnelService]:
     async with AsyncExitStack() as stack:
         backend = await stack.enter_async_context(open_backend(settings))
         objects = await stack.enter_async_context(open_object_store(settings))
-        wait_service = await stack.enter_async_context(open_wait_service(settings, backend))
+        wait_service = metered_wait_service(
+            await stack.enter_async_context(open_wait_service(settings, backend)),
+            settings.wait_service_kind(), container.metrics())
+        if wait_service is None and settings.workers:
+            log.warning("RUNNEL_WAIT_SERVICE is not set: input records stay pending until a "
+                        "node with a wait service delivers them")
         container.backend.override(providers.Object(backend))
         container.object_store.override(providers.Object(objects))
         container.wait_service.override(providers.Object(wait_service))

@@ -11,16 +11,20 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import TypeVar
 
+from prometheus_client import Counter
+
 from application.ports import (
     Delivery,
     DeliveryOutbox,
     GapEvidence,
+    InputEvent,
     LiveChunk,
     StreamSession,
     StreamStore,
     Wake,
     WakeBus,
     WakeSubscription,
+    WorkflowWaitService,
 )
 from domain.identifiers import RunKey, StreamKey
 from domain.object_intent import ObjectIntent
@@ -144,6 +148,34 @@ class CountingDeliveryOutbox:
 
     async def dead_letters(self, key: StreamKey) -> Sequence[Delivery]:
         return await self._inner.dead_letters(key)
+
+    async def pending_count(self, key: StreamKey | None = None) -> int:
+        return await self._inner.pending_count(key)
+
+
+class CountingWaitService:
+    """Counts input events as the wait service takes them, on the counter that says what
+    its `publish` proves (delivered or only published)."""
+
+    def __init__(self, inner: WorkflowWaitService, counter: Counter) -> None:
+        self._inner = inner
+        self._counter = counter
+
+    async def publish(self, event: InputEvent) -> None:
+        await self._inner.publish(event)
+        self._counter.inc()
+
+
+def metered_wait_service(inner: WorkflowWaitService | None, kind: str,
+                         metrics: Metrics) -> WorkflowWaitService | None:
+    """`inner` counted as delivered, or as published for `notify`: a NOTIFY nobody listens
+    to is lost without an error, so it proves no delivery (ADR 0014)."""
+    metrics.wait_service.labels(kind).set(1)
+    if inner is None:
+        return None
+    published = kind == "notify"
+    return CountingWaitService(inner, metrics.inputs_published if published
+                               else metrics.inputs_delivered)
 
 
 class CountingGapEvidence:

@@ -44,6 +44,21 @@ class Metrics:
         self.dead_letters = Counter("runnel_input_dead_letters",
                                     "Input records whose delivery to the workflow gave up "
                                     "(see each stream's status.dead_letters)", registry=r)
+        self.inputs_delivered = Counter(
+            "runnel_input_events_delivered", "Input events the workflow's wait service "
+            "acknowledged (webhook: answered 2xx; memory: kept in this process)", registry=r)
+        self.inputs_published = Counter(
+            "runnel_input_events_published", "Input events sent as a Postgres NOTIFY: "
+            "published, not delivered (no acknowledgement; only sessions listening at commit "
+            "receive one)", registry=r)
+        self.inputs_pending = Gauge(
+            "runnel_input_pending", "Input records not yet handed to a wait service nor "
+            "dead-lettered, in the whole store (read at scrape time; every node of one "
+            "database reports the same value). With RUNNEL_WAIT_SERVICE unset they stay "
+            "here", registry=r)
+        self.wait_service = Gauge("runnel_input_wait_service",
+                                  "1 for this node's RUNNEL_WAIT_SERVICE (none: nothing is "
+                                  "delivered)", ["service"], registry=r)
         self.latency = Histogram("runnel_http_request_duration_seconds",
                                  "Time from request to response headers, by route template",
                                  ["method", "route", "status"], buckets=LATENCY_BUCKETS,

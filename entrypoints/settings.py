@@ -13,7 +13,7 @@ import secrets
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from application.node import NodeSettings
@@ -57,9 +57,13 @@ class Settings(BaseSettings):
     """Total request-header ceiling checked by the app (431); the HTTP parser refuses twice this."""
     workers: bool = True
     """Run the background workers in the API process (`runnel serve --no-workers` turns it off)."""
-    wait_service: Literal["memory", "webhook", "notify"] = "memory"
-    """Where input events go: `webhook` POSTs each to `webhook_url`; `notify` sends each as
-    a Postgres NOTIFY on `notify_channel`; `memory` keeps them in this process (tests)."""
+    wait_service: Literal["none", "webhook", "notify", "memory"] | None = None
+    """Where input events go: `webhook` POSTs each to `webhook_url` (delivered: the receiver
+    answered 2xx); `notify` sends each as a Postgres NOTIFY on `notify_channel` (published:
+    only sessions listening at commit get it); `none` delivers nothing, input records stay
+    pending until a node with a wait service takes them; `memory` keeps them in this
+    process (`storage=memory` only). Unset → `memory` with `storage=memory`, else `none`
+    (ADR 0014)."""
     webhook_url: str | None = None
     notify_channel: str = Field("runnel_input_events", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
     delivery_lease_seconds: float = Field(30.0, gt=0)
@@ -78,6 +82,29 @@ class Settings(BaseSettings):
     """JSON: one bucket per region, `{"eu": {"bucket": "…", "endpoint_url": "…", …}}`."""
     object_regions: tuple[str, ...] = ()
     """Regions the `fs`/`memory` store serves (JSON list); empty → the node's own region."""
+
+    @field_validator("wait_service", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        return None if value == "" else value
+
+    @model_validator(mode="after")
+    def _wait_service_fits(self) -> Settings:
+        kind = self.wait_service_kind()
+        if kind == "webhook" and not self.webhook_url:
+            raise ValueError("RUNNEL_WAIT_SERVICE=webhook needs RUNNEL_WEBHOOK_URL")
+        if kind == "notify" and self.storage != "postgres":
+            raise ValueError("RUNNEL_WAIT_SERVICE=notify needs RUNNEL_STORAGE=postgres")
+        if kind == "memory" and self.storage != "memory":
+            raise ValueError("RUNNEL_WAIT_SERVICE=memory needs RUNNEL_STORAGE=memory: input "
+                             "records would be marked delivered into a list in one process; "
+                             "use webhook or notify, or none to keep them pending")
+        return self
+
+    def wait_service_kind(self) -> Literal["none", "webhook", "notify", "memory"]:
+        if self.wait_service is not None:
+            return self.wait_service
+        return "memory" if self.storage == "memory" else "none"
 
     def object_store_kind(self) -> Literal["fs", "s3", "memory"]:
         if self.object_store is not None:

@@ -1,10 +1,14 @@
 """Which `WorkflowWaitService` a node publishes input events through, opened with the node.
 
-- `RUNNEL_WAIT_SERVICE=webhook`: POST to `RUNNEL_WEBHOOK_URL` (required), one HTTP
-  connection pool for the node's lifetime;
-- `notify`: a Postgres NOTIFY on `RUNNEL_NOTIFY_CHANNEL` through the backend's pool
-  (needs `RUNNEL_STORAGE=postgres`);
-- `memory` (default): kept in this process; for tests and local trials only.
+- `RUNNEL_WAIT_SERVICE=webhook`: POST to `RUNNEL_WEBHOOK_URL`, one HTTP connection
+  pool for the node's lifetime; an event is delivered once the receiver answers 2xx;
+- `notify`: a Postgres NOTIFY on `RUNNEL_NOTIFY_CHANNEL` through the backend's pool;
+  an event is only published: Postgres gives it to the sessions listening at commit;
+- `none` (the default with Postgres storage): no wait service, so nothing is
+  claimed and input records stay pending in the outbox until one is configured;
+- `memory` (the default with `RUNNEL_STORAGE=memory`): kept in this process.
+
+`Settings` has already refused the combinations that cannot work (ADR 0014).
 """
 
 from __future__ import annotations
@@ -21,16 +25,17 @@ from entrypoints.settings import Settings
 
 @asynccontextmanager
 async def open_wait_service(settings: Settings,
-                            backend: Backend) -> AsyncIterator[WorkflowWaitService]:
-    if settings.wait_service == "webhook":
-        if not settings.webhook_url:
-            raise ValueError("RUNNEL_WAIT_SERVICE=webhook needs RUNNEL_WEBHOOK_URL")
+                            backend: Backend) -> AsyncIterator[WorkflowWaitService | None]:
+    kind = settings.wait_service_kind()
+    if kind == "webhook":
+        assert settings.webhook_url is not None  # checked by Settings
         async with WebhookWaitService(settings.webhook_url) as webhook:
             yield webhook
         return
-    if settings.wait_service == "notify":
+    if kind == "notify":
         if backend.notify is None:
             raise ValueError("RUNNEL_WAIT_SERVICE=notify needs RUNNEL_STORAGE=postgres")
         yield backend.notify(settings.notify_channel)
         return
-    yield MemoryWorkflowWaitService()
+    yield MemoryWorkflowWaitService() if kind == "memory" else None
+

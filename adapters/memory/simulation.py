@@ -27,7 +27,8 @@ class Simulation:
 
 
 def simulation(node: NodeSettings | None = None, clock: Clock | None = None,
-               regions: tuple[str, ...] = ("local",)) -> Simulation:
+               regions: tuple[str, ...] = ("local",), delivering: bool = True) -> Simulation:
+    """`delivering=False`: no wait service is configured (`workflow` receives nothing)."""
     node = node or NodeSettings()
     clock = clock or FakeClock()
     bus = MemoryWakeBus()
@@ -36,7 +37,8 @@ def simulation(node: NodeSettings | None = None, clock: Clock | None = None,
     objects = MemoryObjectStore(regions, clock)
     workflow = MemoryWorkflowWaitService()
     ports = Ports(store=store, reader=store, bus=bus, objects=objects, gaps=store,
-                  outbox=outbox, deletions=store.deletions, wait_service=workflow,
+                  outbox=outbox, deletions=store.deletions,
+                  wait_service=workflow if delivering else None,
                   clock=clock)
     service = RunnelService.build(ports, node, live_epoch=1)
     return Simulation(service, store, bus, objects, outbox, store.deletions, workflow, clock)

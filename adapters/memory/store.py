@@ -270,6 +270,10 @@ class MemoryDeliveryOutbox:
     def pending(self) -> int:
         return sum(1 for row in self._rows.values() if not row.done and not row.delivery.dead)
 
+    async def pending_count(self, key: StreamKey | None = None) -> int:
+        return sum(1 for (k, _), row in self._rows.items() if key in (None, k)
+                   and not row.done and not row.delivery.dead)
+
 
 @dataclass
 class _DeletionRow:

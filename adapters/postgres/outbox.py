@@ -64,6 +64,9 @@ FROM input_deliveries AS d JOIN streams AS s ON s.id = d.stream
 WHERE d.stream = $1 AND d.dead ORDER BY d.sequence
 """
 
+_PENDING = "SELECT count(*) FROM input_deliveries WHERE NOT done AND NOT dead"
+_PENDING_OF = _PENDING + " AND stream = $1"
+
 
 def _delivery(row: Mapping[str, Any]) -> Delivery:
     return Delivery(StreamKey(row["tenant"], row["run_id"], row["stream_id"]), row["sequence"],
@@ -97,3 +100,8 @@ class PostgresDeliveryOutbox:
     async def dead_letters(self, key: StreamKey) -> Sequence[Delivery]:
         rows = await self._pool.fetch(_DEAD_LETTERS, stream_id(key))
         return [_delivery(row) for row in rows]
+
+    async def pending_count(self, key: StreamKey | None = None) -> int:
+        if key is None:
+            return int(await self._pool.fetchval(_PENDING))
+        return int(await self._pool.fetchval(_PENDING_OF, stream_id(key)))

@@ -4,9 +4,13 @@ Rules:
 - the payload is the event as JSON; when it would exceed what NOTIFY carries
   (8000 bytes) the `record` is left out and `record_omitted` is true (the
   listener reads the record by run, stream and sequence);
-- the event counts as delivered once the NOTIFY committed. Postgres delivers
-  it only to sessions LISTENing at that moment: this adapter suits a workflow
-  engine that listens continuously and deduplicates by `event_id`.
+- `publish` returning means published, never delivered: the NOTIFY committed
+  (it completes the outbox row and counts on `runnel_input_events_published`).
+  Postgres gives it only to sessions LISTENing at that moment, and tells nobody
+  when there are none. So this adapter suits a workflow engine that listens
+  continuously, deduplicates by `event_id`, and after every (re)connect
+  reconciles by reading the input stream past its last handled sequence
+  (ADR 0014).
 """
 
 from __future__ import annotations

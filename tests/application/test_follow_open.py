@@ -1,11 +1,54 @@
-"""Opening a follow: refusals come before any frame; registrations are capped and released."""
+"""Opening a follow: it registers for wakes before it reads history; refusals come before
+any frame; registrations are capped and released."""
+
+from collections.abc import Awaitable, Callable
+from datetime import datetime
 
 import pytest
 
+from adapters.memory.bus import MemoryWakeBus
+from adapters.memory.clock import FakeClock
+from adapters.memory.objects import MemoryObjectStore
 from adapters.memory.simulation import simulation
+from adapters.memory.store import MemoryDeliveryOutbox, MemoryStreamStore
+from adapters.memory.workflow import MemoryWorkflowWaitService
 from application.node import NodeSettings
+from application.ports import RecordPage
+from application.service import Ports, RunnelService
 from domain.errors import CursorPruned, EgressDenied, FutureCursor, TooManySubscriptions
-from tests.application.support import ALICE, BOB, RUN, append_numbers, key, make_stream
+from domain.identifiers import StreamKey
+from tests.application.support import (
+    ALICE,
+    BOB,
+    RUN,
+    append_numbers,
+    definition,
+    key,
+    make_stream,
+    take_records,
+)
+
+NO_KEEPALIVE = NodeSettings(keepalive_seconds=3600.0)
+"""A tick no test waits for: only a wake can bring a new record in time."""
+
+
+class CommitAfterFirstRead:
+    """The store's reader, with a producer that commits once right after the first read
+    returns: the window between reading history and whatever the follow does next."""
+
+    def __init__(self, store: MemoryStreamStore) -> None:
+        self._store = store
+        self.after_first_read: Callable[[], Awaitable[object]] | None = None
+
+    async def read_page(self, key: StreamKey, after: int, limit: int) -> RecordPage:
+        page = await self._store.read_page(key, after, limit)
+        commit, self.after_first_read = self.after_first_read, None
+        if commit is not None:
+            await commit()
+        return page
+
+    async def newest_appended_before(self, key: StreamKey, cutoff: datetime) -> int:
+        return await self._store.newest_appended_before(key, cutoff)
 
 
 async def test_a_cursor_beyond_head_is_refused_before_any_frame() -> None:
@@ -72,3 +115,26 @@ async def test_close_releases_the_wake_registration() -> None:
     assert sim.bus.hub.reader_count == 0
     assert not follows[0].holds_wake_registration
     assert not sim.bus.hub.has_readers(key())
+
+
+async def test_a_record_committed_just_after_the_history_read_arrives_by_its_wake() -> None:
+    """SPEC §4.1: the registration comes before the backfill read. Registered after it, the
+    wake of a record committed in between rings for nobody and the record waits for the
+    keepalive tick (here an hour)."""
+    bus = MemoryWakeBus()
+    store = MemoryStreamStore(bus, MemoryDeliveryOutbox())
+    reader = CommitAfterFirstRead(store)
+    service = RunnelService.build(Ports(
+        store=store, reader=reader, bus=bus, objects=MemoryObjectStore(), gaps=store,
+        outbox=MemoryDeliveryOutbox(), deletions=store.deletions,
+        wait_service=MemoryWorkflowWaitService(), clock=FakeClock()), NO_KEEPALIVE,
+        live_epoch=1)
+    await service.definitions.create(ALICE, RUN, definition())
+    await service.appender.append(ALICE, RUN, "s", [{"payload": 1}, {"payload": 2}])
+    reader.after_first_read = lambda: service.appender.append(ALICE, RUN, "s", [{"payload": 3}])
+    follow = await service.follower.open(ALICE, RUN, "s", after=0)
+    try:
+        assert reader.after_first_read is None  # the record was committed inside the window
+        assert await take_records(follow.frames(), 3) == [1, 2, 3]
+    finally:
+        await follow.close()

@@ -3,7 +3,7 @@
 from adapters.memory.simulation import Simulation, simulation
 from application.delivery import backoff_seconds
 from application.node import NodeSettings
-from application.views import stream_view
+from application.views import DeliveryCounts, stream_view
 from domain.identifiers import input_event_id
 from tests.application.support import ALICE, RUN, append_numbers, fake_clock, key, make_stream
 
@@ -85,15 +85,33 @@ async def test_a_record_pruned_before_delivery_is_dead_lettered() -> None:
     assert dead.sequence == 1
 
 
-async def test_the_stream_status_counts_dead_letters() -> None:
+async def test_the_stream_status_counts_pending_inputs_and_dead_letters() -> None:
     sim = await input_stream(NodeSettings(delivery_max_attempts=1), records=2)
     stream = await sim.service.definitions.get(ALICE, RUN, "s")
-    assert stream_view(stream, await sim.service.dispatcher.dead_letter_count(stream))[
-        "status"]["dead_letters"] == 0
+    status = stream_view(stream, await sim.service.dispatcher.counts(stream))["status"]
+    assert (status["pending_inputs"], status["dead_letters"]) == (2, 0)
     sim.workflow.fail_next(1)
     assert await sim.service.dispatcher.dispatch_once("w") == 1
-    assert await sim.service.dispatcher.dead_letter_count(stream) == 1
-    assert stream_view(stream, 1)["status"]["dead_letters"] == 1
+    assert await sim.service.dispatcher.counts(stream) == DeliveryCounts(0, 1)
+    status = stream_view(stream, DeliveryCounts(0, 1))["status"]
+    assert (status["pending_inputs"], status["dead_letters"]) == (0, 1)
     await make_stream(sim, "out")
     output = await sim.service.definitions.get(ALICE, RUN, "out")
-    assert await sim.service.dispatcher.dead_letter_count(output) == 0
+    assert await sim.service.dispatcher.counts(output) == DeliveryCounts(0, 0)
+
+
+async def test_without_a_wait_service_input_records_stay_pending_and_unclaimed() -> None:
+    sim = simulation(delivering=False)
+    await make_stream(sim, direction="input")
+    await append_numbers(sim, 1, 3)
+    for _ in range(3):
+        assert await sim.service.dispatcher.dispatch_once("w") == 0
+        fake_clock(sim).advance(3600)
+    stream = await sim.service.definitions.get(ALICE, RUN, "s")
+    assert await sim.service.dispatcher.counts(stream) == DeliveryCounts(pending=3)
+    assert await sim.service.dispatcher.pending_total() == 3
+    assert sim.workflow.events == []
+    # Never claimed: no attempt, lease or error was spent on them.
+    claimed = await sim.outbox.claim("later", sim.clock.now(), 30.0, 100)
+    assert [(d.sequence, d.attempts, d.last_error) for d in claimed] == [
+        (1, 0, None), (2, 0, None), (3, 0, None)]

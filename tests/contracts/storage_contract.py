@@ -697,6 +697,21 @@ class StorageContract:
         other = await self.input_rows(harness)
         assert await harness.outbox.dead_letters(other) == []
 
+    async def test_pending_rows_are_those_neither_completed_nor_dead_lettered(
+            self, harness: StorageHarness) -> None:
+        everywhere = await harness.outbox.pending_count()  # rows of earlier tests included
+        key = await self.input_rows(harness)
+        assert await harness.outbox.pending_count(key) == 3
+        assert len(await harness.outbox.claim("w", NOW, LEASE, 1000)) >= 3
+        assert await harness.outbox.pending_count(key) == 3  # claimed is still pending
+        await harness.outbox.complete(key, 1)
+        await harness.outbox.retry(key, 2, "down", NOW + timedelta(hours=1))
+        await harness.outbox.dead_letter(key, 3, "gave up")
+        assert await harness.outbox.pending_count(key) == 1
+        other = await self.input_rows(harness)
+        assert await harness.outbox.pending_count(other) == 3
+        assert await harness.outbox.pending_count() == everywhere + 1 + 3
+
     # -- concurrency -------------------------------------------------------
 
     async def test_concurrent_units_of_work_get_dense_sequences(

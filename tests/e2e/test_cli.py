@@ -100,3 +100,15 @@ def _banner_token(server: RunnelServer) -> str:
     match = re.search(r"export RUNNEL_TOKEN=(\S+)", server.banner)
     assert match is not None, server.banner
     return match.group(1)
+
+
+def test_serve_refuses_the_memory_wait_service_on_postgres(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "entrypoints.cli", "serve", "--port", "0"],
+                            capture_output=True, text=True, cwd=REPO, timeout=120,
+                            env={**os.environ, "RUNNEL_DATA_DIR": str(tmp_path),
+                                 "RUNNEL_STORAGE": "postgres", "RUNNEL_WAIT_SERVICE": "memory"})
+    assert result.returncode == 2
+    assert "invalid configuration" in result.stderr
+    assert "RUNNEL_WAIT_SERVICE=memory needs RUNNEL_STORAGE=memory" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert list(tmp_path.iterdir()) == []  # refused before anything started

@@ -9,6 +9,7 @@ from typing import Any
 
 import jwt
 import pytest
+from pydantic import ValidationError
 
 from domain.errors import Unauthenticated
 from entrypoints.settings import Settings, local_jwt_secret
@@ -75,3 +76,32 @@ def test_settings_come_from_runnel_variables(monkeypatch: pytest.MonkeyPatch,
     assert settings.resolved_jwt_secret() == (tmp_path / "jwt-secret").read_text()
     monkeypatch.setenv("RUNNEL_JWT_SECRET", "configured")
     assert Settings().resolved_jwt_secret() == "configured"
+
+
+def test_the_wait_service_defaults_to_none_with_postgres_and_memory_in_memory(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("RUNNEL_WAIT_SERVICE", "RUNNEL_WEBHOOK_URL", "RUNNEL_STORAGE"):
+        monkeypatch.delenv(name, raising=False)
+    assert Settings().wait_service_kind() == "none"
+    assert Settings(storage="memory").wait_service_kind() == "memory"
+    monkeypatch.setenv("RUNNEL_WAIT_SERVICE", "")  # set but empty: unset
+    assert Settings().wait_service_kind() == "none"
+    monkeypatch.setenv("RUNNEL_WAIT_SERVICE", "none")
+    assert Settings(storage="memory").wait_service_kind() == "none"
+    monkeypatch.setenv("RUNNEL_WAIT_SERVICE", "webhook")
+    monkeypatch.setenv("RUNNEL_WEBHOOK_URL", "http://127.0.0.1:9/hook")
+    assert Settings().wait_service_kind() == "webhook"
+
+
+@pytest.mark.parametrize(("pins", "complaint"), [
+    ({"wait_service": "memory"}, "RUNNEL_WAIT_SERVICE=memory needs RUNNEL_STORAGE=memory"),
+    ({"wait_service": "webhook"}, "needs RUNNEL_WEBHOOK_URL"),
+    ({"wait_service": "notify", "storage": "memory"}, "needs RUNNEL_STORAGE=postgres"),
+    ({"wait_service": "kafka"}, "wait_service"),
+], ids=["memory-on-postgres", "webhook-without-url", "notify-in-memory", "unknown"])
+def test_a_wait_service_that_cannot_work_is_refused_at_startup(
+        monkeypatch: pytest.MonkeyPatch, pins: dict[str, Any], complaint: str) -> None:
+    for name in ("RUNNEL_WAIT_SERVICE", "RUNNEL_WEBHOOK_URL", "RUNNEL_STORAGE"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ValidationError, match=complaint):
+        Settings(**pins)

@@ -1,13 +1,16 @@
-"""`runnel serve` with its workers (the default): retention answers 410 to pruned cursors,
-and input records the workflow keeps refusing end as dead letters in the stream status and
-the metrics."""
+"""`runnel serve` with its workers (the default): retention answers 410 to pruned cursors;
+input records the workflow keeps refusing end as dead letters in the stream status and the
+metrics; with no wait service they stay pending, visibly, until one is configured; NOTIFY
+counts as published, never as delivered."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import asyncpg
 import httpx
 
 from tests.http.server import RunnelServer, bearer, token
@@ -59,3 +62,100 @@ async def test_workers_prune_and_dead_letter_inside_the_api_process(
             assert "runnel_input_dead_letters_total 1.0" in metrics
     finally:
         await asyncio.to_thread(server.stop)
+
+
+NO_WAIT_SERVICE = {"RUNNEL_WAIT_SERVICE": None, "RUNNEL_WEBHOOK_URL": None}
+"""Unset whatever the test runner's environment says: the default is under test."""
+
+
+async def test_input_records_stay_pending_without_a_wait_service_until_one_is_configured(
+        pg_dsn: str, tmp_path: Path, receiver: Receiver) -> None:  # noqa: F811
+    base = {"RUNNEL_DATABASE_URL": pg_dsn, "RUNNEL_STORAGE": "postgres",
+            "RUNNEL_SWEEP_SECONDS": "0.05"}
+    idle = await asyncio.to_thread(RunnelServer.start, {**base, **NO_WAIT_SERVICE},
+                                   tmp_path / "idle", True)
+    try:
+        assert "will stay pending until RUNNEL_WAIT_SERVICE is set" in idle.banner
+        async with httpx.AsyncClient(base_url=idle.api, headers=bearer(token()),
+                                     timeout=30) as api:
+            await create_stream(api, "run-p", "in", direction="input")
+            await append(api, "run-p", "in", ["approve", "reject"])
+            await create_stream(api, "run-p", "kept", retention={"max_records": 1})
+            await append(api, "run-p", "kept", [1, 2])
+
+            async def swept() -> bool:  # the workers ran since the inputs were appended
+                stream = (await api.get("/runs/run-p/streams/kept")).json()
+                return bool(stream["status"]["earliest"] == 2)
+
+            await eventually(swept)
+            status = (await api.get("/runs/run-p/streams/in")).json()["status"]
+            assert (status["pending_inputs"], status["dead_letters"]) == (2, 0)
+            metrics = (await api.get(idle.url + "/metrics")).text
+            assert "runnel_input_pending 2.0" in metrics
+            assert 'runnel_input_wait_service{service="none"} 1.0' in metrics
+            assert "runnel_input_events_delivered_total 0.0" in metrics
+        rows = await fetch_deliveries(pg_dsn)
+        assert rows == [(1, None, 0, False), (2, None, 0, False)]  # never claimed nor tried
+    finally:
+        await asyncio.to_thread(idle.stop)
+
+    hooked = await asyncio.to_thread(
+        RunnelServer.start, {**base, "RUNNEL_WAIT_SERVICE": "webhook",
+                             "RUNNEL_WEBHOOK_URL": receiver.url}, tmp_path / "hooked", True)
+    try:
+        async with httpx.AsyncClient(base_url=hooked.api, headers=bearer(token()),
+                                     timeout=30) as api:
+            async def delivered() -> bool:
+                stream = (await api.get("/runs/run-p/streams/in")).json()
+                return bool(stream["status"]["pending_inputs"] == 0)
+
+            await eventually(delivered)
+            assert [body["record"]["payload"] for _, body in receiver.requests] == [
+                "approve", "reject"]
+            metrics = (await api.get(hooked.url + "/metrics")).text
+            assert "runnel_input_events_delivered_total 2.0" in metrics
+            assert "runnel_input_pending 0.0" in metrics
+        assert [row[3] for row in await fetch_deliveries(pg_dsn)] == [True, True]
+    finally:
+        await asyncio.to_thread(hooked.stop)
+
+
+async def test_notify_counts_input_events_as_published_not_delivered(
+        pg_dsn: str, tmp_path: Path) -> None:  # noqa: F811
+    listener = await asyncpg.connect(pg_dsn)
+    heard: asyncio.Queue[str] = asyncio.Queue()
+    await listener.add_listener("runnel_test_inputs", lambda *args: heard.put_nowait(args[3]))
+    env = {"RUNNEL_DATABASE_URL": pg_dsn, "RUNNEL_STORAGE": "postgres",
+           "RUNNEL_SWEEP_SECONDS": "0.05", "RUNNEL_WAIT_SERVICE": "notify",
+           "RUNNEL_NOTIFY_CHANNEL": "runnel_test_inputs"}
+    server = await asyncio.to_thread(RunnelServer.start, env, tmp_path, True)
+    try:
+        assert "published as NOTIFY on 'runnel_test_inputs'" in server.banner
+        async with httpx.AsyncClient(base_url=server.api, headers=bearer(token()),
+                                     timeout=30) as api:
+            await create_stream(api, "run-n", "in", direction="input")
+            await append(api, "run-n", "in", ["go"])
+            event = json.loads(await asyncio.wait_for(heard.get(), GUARD_SECONDS))
+            assert (event["sequence"], event["record"]["payload"]) == (1, "go")
+
+            async def counted() -> bool:
+                return "runnel_input_events_published_total 1.0" in (
+                    await api.get(server.url + "/metrics")).text
+
+            await eventually(counted)
+            metrics = (await api.get(server.url + "/metrics")).text
+            assert "runnel_input_events_delivered_total 0.0" in metrics
+            assert 'runnel_input_wait_service{service="notify"} 1.0' in metrics
+    finally:
+        await asyncio.to_thread(server.stop)
+        await listener.close()
+
+
+async def fetch_deliveries(dsn: str) -> list[tuple[int, str | None, int, bool]]:
+    connection = await asyncpg.connect(dsn)
+    try:
+        rows = await connection.fetch("SELECT sequence, claimed_by, attempts, done "
+                                      "FROM input_deliveries ORDER BY sequence")
+    finally:
+        await connection.close()
+    return [(row["sequence"], row["claimed_by"], row["attempts"], row["done"]) for row in rows]

@@ -23,8 +23,8 @@ async def create_stream(
     other pin gets its default (placement: this node's region). 201 when created; 200 when
     an identical definition exists; 409 `definition_conflict` when a different one does."""
     stream, created = await service.definitions.create(principal, run_id, data)
-    dead_letters = await service.dispatcher.dead_letter_count(stream)
-    return Response(stream_view(stream, dead_letters), status_code=201 if created else 200)
+    deliveries = await service.dispatcher.counts(stream)
+    return Response(stream_view(stream, deliveries), status_code=201 if created else 200)
 
 
 async def list_streams(
@@ -35,8 +35,7 @@ async def list_streams(
     """The run's streams this principal may read, each in the same shape as a single read."""
     streams = await service.definitions.list(principal, run_id)
     return {"run_id": run_id, "streams": [
-        stream_view(stream, await service.dispatcher.dead_letter_count(stream))
-        for stream in streams]}
+        stream_view(stream, await service.dispatcher.counts(stream)) for stream in streams]}
 
 
 async def get_stream(
@@ -45,7 +44,8 @@ async def get_stream(
     principal: NamedDependency[Principal],
     service: NamedDependency[RunnelService],
 ) -> dict[str, Any]:
-    """The definition (every pin, defaults filled) and the stream's status (with
-    `dead_letters`: input records whose delivery to the workflow gave up)."""
+    """The definition (every pin, defaults filled) and the stream's status (with, for input
+    streams, `pending_inputs`: records not yet handed to the workflow's wait service, and
+    `dead_letters`: records whose delivery gave up)."""
     stream = await service.definitions.get(principal, run_id, stream_id)
-    return stream_view(stream, await service.dispatcher.dead_letter_count(stream))
+    return stream_view(stream, await service.dispatcher.counts(stream))
