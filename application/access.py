@@ -46,7 +46,7 @@ async def stream_for_reading(store: StreamStore, principal: Principal, key: Stre
     """Guard a read; `content=True` when record content will leave through this node."""
     principal.require_scope(Scope.READ)
     stream = await load_stream(store, key)
-    ensure_reader(stream.definition.authorization, principal)
+    ensure_reader(stream.definition.authorization, principal, content)
     if content:
         ensure_may_serve_content_here(stream.definition.placement, region)
     return stream

@@ -72,7 +72,7 @@ class Appender:
         if definition.mode == "best_effort":
             stream = await load_stream(self._store, key)
             ensure_open(stream)
-            published = await self._live.publish_drafts(key, drafts)
+            published = await self._live.publish_drafts(key, definition.redaction.mask, drafts)
             return AppendResult((), stream.head, 0, published)
         return await self.under_unread_policy(key, definition.credit,
                                               lambda: self.append_drafts(key, drafts))

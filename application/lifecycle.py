@@ -9,7 +9,7 @@ from application.access import load_stream, run_key, stream_for_writing, stream_
 from application.deletion import BodyDeleter
 from application.node import NodeSettings
 from application.ports import Clock, DeletionOutbox, StreamStore
-from domain.errors import InvalidRecord
+from domain.errors import InvalidRecord, NotFound
 from domain.identifiers import StreamKey
 from domain.object_intent import LIVE_STATES, WITH_BODY
 from domain.principal import Principal, Scope
@@ -75,11 +75,14 @@ class StreamLifecycle:
     async def erase_run(self, principal: Principal, run_id: str) -> ErasureReport:
         """Erase records and object bodies of every stream not under legal hold.
 
-        The run is marked erased first, so no stream can be created in it while
-        (or after) it is erased; every stream is sealed, so nothing is appended.
+        A run that never had a stream (or another tenant's) is not found. Otherwise
+        the run is marked erased first, so no stream can be created in it while (or
+        after) it is erased; every stream is sealed, so nothing is appended.
         """
         principal.require_scope(Scope.ADMIN)
         run = run_key(principal, run_id)
+        if not await self._store.list_run(run):
+            raise NotFound("run not found")
         await self._store.mark_run_erased(run)
         streams = await self._store.list_run(run)
         records = objects = 0

@@ -11,7 +11,7 @@ from application.node import NodeSettings
 from application.ports import LiveChunk, StreamStore, WakeBus
 from domain.errors import InvalidRecord, RunErased, StreamClosed
 from domain.identifiers import StreamKey
-from domain.live_chunk import LiveSequencer, cap_chunk
+from domain.live_chunk import LiveSequencer, outgoing_chunk
 from domain.principal import Principal
 from domain.records import Draft
 from domain.stream import Stream
@@ -43,21 +43,24 @@ class LivePublishing:
         key = stream_key(principal, run_id, stream_id)
         stream = await stream_for_writing(self._store, principal, key, self._node.region)
         ensure_open(stream)
-        await self._send(key, chunks, source, attempt, first_index)
+        await self._send(key, stream.definition.redaction.mask, chunks, source, attempt,
+                         first_index)
         return len(chunks)
 
-    async def publish_drafts(self, key: StreamKey, drafts: Sequence[Draft]) -> int:
+    async def publish_drafts(self, key: StreamKey, mask: tuple[str, ...],
+                             drafts: Sequence[Draft]) -> int:
         """The records of a best-effort stream, as live chunks (JSON payloads verbatim,
         bytes as `{content_type, data}` in base64)."""
-        await self._send(key, [live_body(draft) for draft in drafts], None, None, 0)
+        await self._send(key, mask, [live_body(draft) for draft in drafts], None, None, 0)
         return len(drafts)
 
-    async def _send(self, key: StreamKey, chunks: Sequence[Any], source: str | None,
-                    attempt: int | None, first_index: int) -> None:
+    async def _send(self, key: StreamKey, mask: tuple[str, ...], chunks: Sequence[Any],
+                    source: str | None, attempt: int | None, first_index: int) -> None:
         for offset, chunk in enumerate(chunks):
             await self._bus.publish_live(LiveChunk(
-                stream=key, seq=self._sequencer.next(key.channel_key), data=cap_chunk(chunk),
-                source=source, attempt=attempt, index=first_index + offset))
+                stream=key, seq=self._sequencer.next(key.channel_key),
+                data=outgoing_chunk(chunk, mask), source=source, attempt=attempt,
+                index=first_index + offset))
 
 
 def ensure_open(stream: Stream) -> None:

@@ -1,4 +1,5 @@
-"""Best-effort live chunks: the size cap, its truncation marker, and the monotonic `seq`."""
+"""Best-effort live chunks: redaction, the size cap, its truncation marker, and the
+monotonic `seq`."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from domain.errors import InvalidRecord
+from domain.redaction import redact
 
 LIVE_CHUNK_MAX_BYTES = 7000
 
@@ -32,6 +34,13 @@ def cap_chunk(chunk: Any) -> Any:
     if size > LIVE_CHUNK_MAX_BYTES:
         return {"_truncated": True, "bytes": size}
     return chunk
+
+
+def outgoing_chunk(chunk: Any, mask: tuple[str, ...]) -> Any:
+    """What a live chunk carries out of the producer: its stream's redaction first (a chunk
+    rides NOTIFY, reaches readers and is stored nowhere, so nothing later could mask it),
+    then the size cap, measured on what is actually sent."""
+    return cap_chunk(redact(chunk, mask))
 
 
 @dataclass

@@ -43,12 +43,16 @@ def _listed(principal: Principal, allowed: tuple[str, ...]) -> bool:
     return "*" in allowed or principal.sub in allowed or principal.is_admin
 
 
-def may_read(pins: AuthorizationPins, principal: Principal) -> bool:
+def may_read(pins: AuthorizationPins, principal: Principal, content: bool = False) -> bool:
+    """An admin manages every stream (its definition and status) but reads record content
+    only where the readers pin names it."""
+    if content:
+        return "*" in pins.readers or principal.sub in pins.readers
     return _listed(principal, pins.readers)
 
 
-def ensure_reader(pins: AuthorizationPins, principal: Principal) -> None:
-    if not may_read(pins, principal):
+def ensure_reader(pins: AuthorizationPins, principal: Principal, content: bool = False) -> None:
+    if not may_read(pins, principal, content):
         raise Forbidden("principal is not among the stream's readers")
 
 

@@ -86,7 +86,7 @@ async def test_an_append_that_loaded_its_pins_before_the_erasure_stores_nothing(
 async def test_an_append_between_the_mark_and_the_seal_is_refused() -> None:
     sim = simulation()
     await make_stream(sim)
-    reached, release = park(sim.store, "list_run")  # the eraser has marked the run
+    reached, release = park(sim.store, "mark_run_erased", after=True)
     eraser = asyncio.ensure_future(sim.service.lifecycle.erase_run(ADMIN, RUN))
     await asyncio.wait_for(reached.wait(), 5)
     with pytest.raises(RunErased):

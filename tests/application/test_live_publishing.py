@@ -4,6 +4,7 @@ from adapters.memory.simulation import simulation
 from application.following import LiveFrame, RecordFrame
 from application.ports import LiveChunk
 from domain.live_chunk import LIVE_CHUNK_MAX_BYTES
+from domain.redaction import MASK
 from tests.application.support import (
     ALICE,
     FRAME_TIMEOUT,
@@ -88,3 +89,24 @@ async def test_a_follow_with_live_gets_live_frames_and_one_without_does_not() ->
     finally:
         await with_live.close()
         await without.close()
+
+
+async def test_side_channel_chunks_pass_the_stream_redaction_before_any_reader() -> None:
+    sim = simulation()
+    await make_stream(sim, redaction={"mask": ["/user/email"]})
+    async with sim.bus.subscribe(key(), live=True) as wakes:
+        await sim.service.live.publish(ALICE, RUN, "s", [{"user": {"email": "a@b.c"}}])
+        chunk = await wakes.next(1)
+    assert isinstance(chunk, LiveChunk)
+    assert chunk.data == {"user": {"email": MASK}}
+
+
+async def test_best_effort_records_are_masked_too() -> None:
+    sim = simulation()
+    await make_stream(sim, mode="best_effort", redaction={"mask": ["/user/email"]})
+    async with sim.bus.subscribe(key(), live=True) as wakes:
+        await sim.service.appender.append(ALICE, RUN, "s",
+                                          [{"payload": {"user": {"email": "a@b.c"}}}])
+        chunk = await wakes.next(1)
+    assert isinstance(chunk, LiveChunk)
+    assert chunk.data == {"user": {"email": MASK}}

@@ -3,8 +3,8 @@
 import pytest
 
 from adapters.memory.simulation import simulation
-from domain.errors import CursorPruned, EgressDenied, FutureCursor, InvalidCursor
-from tests.application.support import ALICE, RUN, append_numbers, key, make_stream
+from domain.errors import CursorPruned, EgressDenied, Forbidden, FutureCursor, InvalidCursor
+from tests.application.support import ADMIN, ALICE, RUN, append_numbers, key, make_stream
 
 
 async def test_a_page_holds_at_most_limit_records_above_the_cursor() -> None:
@@ -80,3 +80,15 @@ async def test_content_does_not_leave_through_a_region_outside_the_egress_pins()
         await sim.service.reading.read(ALICE, RUN, "s", after=0)
     # the definition itself carries no record content
     assert (await sim.service.definitions.get(ALICE, RUN, "s")).head == 1
+
+
+async def test_an_admin_manages_a_stream_but_reads_no_content_past_its_readers_pin() -> None:
+    sim = simulation()
+    await make_stream(sim, authorization={"readers": ["alice"], "writers": ["*"]})
+    await append_numbers(sim, 1, 2)
+    assert (await sim.service.definitions.get(ADMIN, RUN, "s")).head == 2
+    with pytest.raises(Forbidden):
+        await sim.service.reading.read(ADMIN, RUN, "s", 0)
+    with pytest.raises(Forbidden):
+        await sim.service.follower.open(ADMIN, RUN, "s", 0)
+    assert (await sim.service.reading.read(ALICE, RUN, "s", 0)).page.head == 2
