@@ -13,7 +13,11 @@ from domain.definition import StreamDefinition
 from domain.errors import NotFound, RunErased
 from domain.identifiers import RunKey, StreamKey, validate_id
 from domain.principal import Principal, Scope, ensure_reader, ensure_writer
-from domain.residency import ensure_may_serve_content_here, ensure_may_write_here
+from domain.residency import (
+    ensure_may_serve_content_here,
+    ensure_may_serve_metadata_here,
+    ensure_may_write_here,
+)
 from domain.stream import Stream
 
 
@@ -49,6 +53,8 @@ async def stream_for_reading(store: StreamStore, principal: Principal, key: Stre
     ensure_reader(stream.definition.authorization, principal, content)
     if content:
         ensure_may_serve_content_here(stream.definition.placement, region)
+    else:
+        ensure_may_serve_metadata_here(stream.definition.placement, region)
     return stream
 
 
@@ -87,12 +93,14 @@ async def definition_for_writing(definitions: DefinitionCache, principal: Princi
     return definition
 
 
-async def definition_for_reading(definitions: DefinitionCache, principal: Principal,
-                                 key: StreamKey) -> StreamDefinition:
-    """Guard a command that reads no record content (an ack) on the pins alone."""
+async def definition_for_acking(definitions: DefinitionCache, principal: Principal,
+                                key: StreamKey, region: str) -> StreamDefinition:
+    """Guard an ack on the pins alone: a reader's command, but a state change, so only at
+    the stream's metadata home."""
     principal.require_scope(Scope.READ)
     definition = await definitions.get(key)
     ensure_reader(definition.authorization, principal)
+    ensure_may_write_here(definition.placement, region)
     return definition
 
 

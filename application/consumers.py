@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from application.access import DefinitionCache, definition_for_reading, stream_key
+from application.access import DefinitionCache, definition_for_acking, stream_key
+from application.node import NodeSettings
 from application.ports import StreamSession, StreamStore
 from domain.identifiers import validate_id
 from domain.principal import Principal
@@ -21,7 +22,8 @@ class Acknowledger:
     declaration may pin the principals allowed to ack it; otherwise any of the stream's
     readers may. Acks only move forward."""
 
-    def __init__(self, store: StreamStore) -> None:
+    def __init__(self, store: StreamStore, node: NodeSettings) -> None:
+        self._node = node
         self._store = store
         self._definitions = DefinitionCache(store)
 
@@ -29,7 +31,8 @@ class Acknowledger:
                   sequence: int) -> AckResult:
         validate_id(consumer_id, "consumer_id")
         key = stream_key(principal, run_id, stream_id)
-        definition = await definition_for_reading(self._definitions, principal, key)
+        definition = await definition_for_acking(self._definitions, principal, key,
+                                                 self._node.region)
         definition.consumer_principals(consumer_id)  # an undeclared id: refused before any work
         return await self._store.transact(key, lambda session: _ack(
             session, consumer_id, sequence, principal.sub))

@@ -11,7 +11,11 @@ from application.ports import Clock, StreamStore
 from domain.definition import build_definition
 from domain.errors import DefinitionConflict, NotFound
 from domain.principal import Principal, Scope, may_read
-from domain.residency import ensure_may_write_here
+from domain.residency import (
+    ensure_may_serve_metadata_here,
+    ensure_may_write_here,
+    may_serve_metadata_here,
+)
 from domain.stream import Stream
 
 
@@ -44,10 +48,16 @@ class StreamDefinitions:
                                         content=False)
 
     async def list(self, principal: Principal, run_id: str) -> Sequence[Stream]:
-        """A run exists once it has a stream; an unknown run (or another tenant's) is 404."""
+        """A run exists once it has a stream; an unknown run (or another tenant's) is 404.
+        Only the streams whose metadata this node may serve (home or replica) are listed;
+        a run none of whose streams may be described here is 421."""
         principal.require_scope(Scope.READ)
         streams = await self._store.list_run(run_key(principal, run_id))
         if not streams:
             raise NotFound("run not found")
-        return [stream for stream in streams
+        here = [stream for stream in streams
+                if may_serve_metadata_here(stream.definition.placement, self._node.region)]
+        if not here:
+            ensure_may_serve_metadata_here(streams[0].definition.placement, self._node.region)
+        return [stream for stream in here
                 if may_read(stream.definition.authorization, principal)]

@@ -40,7 +40,8 @@ class BodyDeleter:
     async def delete_once(self, worker: str, limit: int = 100) -> int:
         """Handle due rows; returns how many bodies were deleted."""
         claimed = await self._deletions.claim(worker, self._clock.now(),
-                                              self._node.delivery_lease_seconds, limit)
+                                              self._node.delivery_lease_seconds, limit,
+                                              self._node.region)
         deleted = 0
         for deletion in claimed:
             if await self._delete(deletion):

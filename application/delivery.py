@@ -59,7 +59,8 @@ class InputDispatcher:
         if self._wait_service is None:
             return 0
         claimed = await self._outbox.claim(worker, self._clock.now(),
-                                           self._node.delivery_lease_seconds, limit)
+                                           self._node.delivery_lease_seconds, limit,
+                                           self._node.region)
         delivered = 0
         for delivery in claimed:
             if await self._deliver(self._wait_service, delivery):

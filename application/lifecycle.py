@@ -13,6 +13,7 @@ from domain.errors import InvalidRecord, NotFound
 from domain.identifiers import StreamKey
 from domain.object_intent import LIVE_STATES, WITH_BODY
 from domain.principal import Principal, Scope
+from domain.residency import ensure_may_write_here
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,9 @@ class ErasureReport:
     records_deleted: int
     objects_deleted: int
     held_streams: list[str] = field(default_factory=list)
+    elsewhere: list[tuple[str, str]] = field(default_factory=list)
+    """(stream id, metadata home) of the streams homed in other regions: sealed against
+    new records by the run's mark, but erased only by a DELETE at their home."""
 
 
 HOLD_DRAIN_POLL_SECONDS = 0.05
@@ -56,7 +60,8 @@ class StreamLifecycle:
         if reason is not None and len(reason) > 1000:
             raise InvalidRecord("reason must be at most 1000 characters")
         key = stream_key(principal, run_id, stream_id)
-        await load_stream(self._store, key)
+        stream = await load_stream(self._store, key)
+        ensure_may_write_here(stream.definition.placement, self._node.region)
         async with self._store.lock(key) as session:
             session.stream.set_legal_hold(held, reason)
             answer = session.stream.legal_hold, session.stream.hold_reason
@@ -77,7 +82,9 @@ class StreamLifecycle:
 
         A run that never had a stream (or another tenant's) is not found. Otherwise
         the run is marked erased first, so no stream can be created in it while (or
-        after) it is erased; every stream is sealed, so nothing is appended.
+        after) it is erased, and no unit of work stores anything more in it on any node.
+        The streams homed here are sealed and erased; those homed elsewhere are listed
+        in the report, for a DELETE at their home (ADR 0015).
         """
         principal.require_scope(Scope.ADMIN)
         run = run_key(principal, run_id)
@@ -87,7 +94,12 @@ class StreamLifecycle:
         streams = await self._store.list_run(run)
         records = objects = 0
         held: list[str] = []
+        elsewhere: list[tuple[str, str]] = []
         for listed in streams:
+            home = listed.definition.placement.metadata_home
+            if home != self._node.region:
+                elsewhere.append((listed.stream_id, home))
+                continue
             async with self._store.lock(listed.key) as session:
                 head = session.stream.head
                 removing = session.stream.erase()
@@ -108,4 +120,4 @@ class StreamLifecycle:
             # Bodies go after the commit (never a record that points at a deleted body),
             # queued with it: a crash in between leaves them to the deletion worker.
             objects += await self._deleter.delete_now(doomed)
-        return ErasureReport(len(streams), records, objects, held)
+        return ErasureReport(len(streams), records, objects, held, elsewhere)

@@ -49,8 +49,9 @@ class OrphanSweeper:
             return False
         key, object_id = named
         stream = await self._store.load(key)
-        if stream is not None and stream.legal_hold:
-            return False
+        if stream is not None and (stream.legal_hold or stream.definition.placement
+                                   .metadata_home != self._node.region):
+            return False  # held, or another region's stream: not this node's to judge
         intent = await self._store.load_intent(key, object_id)
         if intent is None or intent.object_key != listed.key or intent.region != region:
             return True

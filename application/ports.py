@@ -199,18 +199,20 @@ class StreamStore(Protocol):
 
     async def list_run(self, run: RunKey) -> Sequence[Stream]: ...
 
-    async def streams_with_retention(self, after: StreamKey | None,
-                                     limit: int) -> Sequence[StreamKey]:
-        """Up to `limit` keys, ascending and strictly above `after`, of the streams that
-        have a retention pin (`max_age_seconds` or `max_records`) and are neither under
-        legal hold nor erased: the pruner's work list, paged by key."""
+    async def streams_with_retention(self, after: StreamKey | None, limit: int,
+                                     home: str) -> Sequence[StreamKey]:
+        """Up to `limit` keys, ascending and strictly above `after`, of the streams homed
+        in `home` (their `metadata_home`) that have a retention pin (`max_age_seconds` or
+        `max_records`) and are neither under legal hold nor erased: the pruner's work
+        list, paged by key."""
         ...
 
-    async def expired_intents(self, now: datetime,
-                              limit: int) -> Sequence[tuple[StreamKey, str]]:
-        """Up to `limit` (stream, object id) pairs of intents still live (prepared or
-        uploaded) whose `expires_at` is at or before `now`, oldest deadline first; intents
-        of streams under legal hold are left out (nothing of theirs is deleted)."""
+    async def expired_intents(self, now: datetime, limit: int,
+                              home: str) -> Sequence[tuple[StreamKey, str]]:
+        """Up to `limit` (stream, object id) pairs of intents of streams homed in `home`,
+        still live (prepared or uploaded), whose `expires_at` is at or before `now`, oldest
+        deadline first; intents of streams under legal hold are left out (nothing of
+        theirs is deleted)."""
         ...
 
     async def load_intent(self, key: StreamKey, object_id: str) -> ObjectIntent | None: ...
@@ -312,7 +314,9 @@ class DeliveryOutbox(Protocol):
     are still pending)."""
 
     async def claim(self, worker: str, now: datetime, lease_seconds: float,
-                    limit: int) -> Sequence[Delivery]: ...
+                    limit: int, home: str) -> Sequence[Delivery]:
+        """Due rows of streams homed in `home` only: a node acts on its region's streams."""
+        ...
 
     async def complete(self, key: StreamKey, sequence: int) -> None: ...
 
@@ -335,7 +339,10 @@ class DeletionOutbox(Protocol):
     covers it; `now` is the caller's clock."""
 
     async def claim(self, worker: str, now: datetime, lease_seconds: float,
-                    limit: int) -> Sequence[BodyDeletion]: ...
+                    limit: int, home: str) -> Sequence[BodyDeletion]:
+        """Due rows of streams homed in `home`, and rows no stream owns whose body is in
+        `home`'s region."""
+        ...
 
     async def complete(self, deletion_id: str) -> None:
         """The body is gone: the row is removed."""

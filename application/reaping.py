@@ -17,7 +17,8 @@ class IntentReaper:
     meanwhile (committed, aborted, expired by a request) is left as it is.
     """
 
-    def __init__(self, store: StreamStore, clock: Clock) -> None:
+    def __init__(self, store: StreamStore, clock: Clock, region: str) -> None:
+        self._region = region
         self._store = store
         self._clock = clock
 
@@ -26,7 +27,7 @@ class IntentReaper:
         now = self._clock.now()
         expired = 0
         failures: list[Exception] = []
-        for key, object_id in await self._store.expired_intents(now, limit):
+        for key, object_id in await self._store.expired_intents(now, limit, self._region):
             try:
                 if await self._expire(key, object_id, now):
                     expired += 1

@@ -11,9 +11,12 @@ class RetentionPruner:
     """Advances `earliest` past records that are too old or too many and deletes their
     rows; the object bodies they referenced are queued in the deletion outbox in the
     same unit of work (the deletion worker removes them, postponed while held).
-    Readers below `earliest` get `cursor_pruned`."""
+    Readers below `earliest` get `cursor_pruned`. A node prunes only the streams homed
+    in its region."""
 
-    def __init__(self, store: StreamStore, reader: RecordReader, clock: Clock) -> None:
+    def __init__(self, store: StreamStore, reader: RecordReader, clock: Clock,
+                 region: str) -> None:
+        self._region = region
         self._store = store
         self._reader = reader
         self._clock = clock
@@ -27,7 +30,7 @@ class RetentionPruner:
         failures: list[Exception] = []
         after: StreamKey | None = None
         while True:
-            keys = await self._store.streams_with_retention(after, page_size)
+            keys = await self._store.streams_with_retention(after, page_size, self._region)
             for key in keys:
                 try:
                     removed += (await self.prune(key)).records

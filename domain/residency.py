@@ -11,11 +11,28 @@ from domain.errors import EgressDenied, WrongRegion
 
 
 def ensure_may_write_here(placement: PlacementPins, node_region: str) -> None:
-    """Writes are accepted only at the metadata home."""
+    """Every state change of a stream (append, ack, close, hold, erase, object steps, the
+    workers' changes) happens only at its metadata home."""
     if node_region != placement.metadata_home:
         raise WrongRegion(
             f"writes for this stream are accepted only in {placement.metadata_home}",
             metadata_home=placement.metadata_home,
+            region=node_region,
+        )
+
+
+def may_serve_metadata_here(placement: PlacementPins, node_region: str) -> bool:
+    return node_region == placement.metadata_home or node_region in placement.metadata_replicas
+
+
+def ensure_may_serve_metadata_here(placement: PlacementPins, node_region: str) -> None:
+    """A stream's definition and status are served only at its home and its replicas."""
+    if not may_serve_metadata_here(placement, node_region):
+        raise WrongRegion(
+            f"this stream's metadata is served only in {placement.metadata_home}"
+            + "".join(f", {replica}" for replica in placement.metadata_replicas),
+            metadata_home=placement.metadata_home,
+            metadata_replicas=list(placement.metadata_replicas),
             region=node_region,
         )
 

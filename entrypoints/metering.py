@@ -80,13 +80,13 @@ class MeteredStreamStore:
     async def list_run(self, run: RunKey) -> Sequence[Stream]:
         return await self._inner.list_run(run)
 
-    async def streams_with_retention(self, after: StreamKey | None,
-                                     limit: int) -> Sequence[StreamKey]:
-        return await self._inner.streams_with_retention(after, limit)
+    async def streams_with_retention(self, after: StreamKey | None, limit: int,
+                                     home: str) -> Sequence[StreamKey]:
+        return await self._inner.streams_with_retention(after, limit, home)
 
-    async def expired_intents(self, now: datetime,
-                              limit: int) -> Sequence[tuple[StreamKey, str]]:
-        return await self._inner.expired_intents(now, limit)
+    async def expired_intents(self, now: datetime, limit: int,
+                              home: str) -> Sequence[tuple[StreamKey, str]]:
+        return await self._inner.expired_intents(now, limit, home)
 
     async def load_intent(self, key: StreamKey, object_id: str) -> ObjectIntent | None:
         return await self._inner.load_intent(key, object_id)
@@ -132,8 +132,8 @@ class CountingDeliveryOutbox:
         self._metrics = metrics
 
     async def claim(self, worker: str, now: datetime, lease_seconds: float,
-                    limit: int) -> Sequence[Delivery]:
-        return await self._inner.claim(worker, now, lease_seconds, limit)
+                    limit: int, home: str) -> Sequence[Delivery]:
+        return await self._inner.claim(worker, now, lease_seconds, limit, home)
 
     async def complete(self, key: StreamKey, sequence: int) -> None:
         await self._inner.complete(key, sequence)

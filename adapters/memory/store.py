@@ -135,8 +135,8 @@ class MemoryStreamStore:
             data.events.extend(intent.collect_events())
             data.intents[object_id] = intent
         if self._outbox is not None:
-            self._outbox.enqueue(data.stream.key, session.new_deliveries)
-        self.deletions.enqueue(data.stream.key, session.new_deletions)
+            self._outbox.enqueue(data.stream.key, session.new_deliveries, _home(data.stream))
+        self.deletions.enqueue(data.stream.key, session.new_deletions, _home(data.stream))
         stream = data.stream
         self._bus.publish_wake(Wake(stream.key, stream.head, stream.closed,
                                     carried_records(tuple(session.new_records))))
@@ -149,17 +149,19 @@ class MemoryStreamStore:
         return [copy.deepcopy(data.stream) for key, data in sorted(self._streams.items())
                 if key.run == run]
 
-    async def streams_with_retention(self, after: StreamKey | None,
-                                     limit: int) -> Sequence[StreamKey]:
+    async def streams_with_retention(self, after: StreamKey | None, limit: int,
+                                     home: str) -> Sequence[StreamKey]:
         keys = [key for key, data in sorted(self._streams.items())
-                if (after is None or key > after) and _prunable(data.stream)]
+                if (after is None or key > after) and _prunable(data.stream)
+                and _home(data.stream) == home]
         return keys[:max(0, limit)]
 
-    async def expired_intents(self, now: datetime,
-                              limit: int) -> Sequence[tuple[StreamKey, str]]:
+    async def expired_intents(self, now: datetime, limit: int,
+                              home: str) -> Sequence[tuple[StreamKey, str]]:
         expired = sorted(
             (intent.expires_at, key, object_id)
-            for key, data in self._streams.items() if not data.stream.legal_hold
+            for key, data in self._streams.items()
+            if not data.stream.legal_hold and _home(data.stream) == home
             for object_id, intent in data.intents.items()
             if intent.current_state in LIVE_STATES and intent.expires_at <= now)
         return [(key, object_id) for _, key, object_id in expired[:max(0, limit)]]
@@ -204,6 +206,10 @@ class MemoryStreamStore:
         self.gaps.append((key, expected, received))
 
 
+def _home(stream: Stream) -> str:
+    return stream.definition.placement.metadata_home
+
+
 def _prunable(stream: Stream) -> bool:
     pins = stream.definition.retention
     has_pin = pins.max_age_seconds is not None or pins.max_records is not None
@@ -213,6 +219,7 @@ def _prunable(stream: Stream) -> bool:
 @dataclass
 class _OutboxRow:
     delivery: Delivery
+    home: str
     next_attempt_at: datetime | None = None
     lease_until: datetime | None = None
     done: bool = False
@@ -224,18 +231,18 @@ class MemoryDeliveryOutbox:
     def __init__(self) -> None:
         self._rows: dict[tuple[StreamKey, int], _OutboxRow] = {}
 
-    def enqueue(self, key: StreamKey, sequences: Sequence[int]) -> None:
+    def enqueue(self, key: StreamKey, sequences: Sequence[int], home: str) -> None:
         for sequence in sequences:
-            self._rows[(key, sequence)] = _OutboxRow(Delivery(key, sequence, 0))
+            self._rows[(key, sequence)] = _OutboxRow(Delivery(key, sequence, 0), home)
 
     async def claim(self, worker: str, now: datetime, lease_seconds: float,
-                    limit: int) -> Sequence[Delivery]:
+                    limit: int, home: str) -> Sequence[Delivery]:
         claimed: list[Delivery] = []
         for row in sorted(self._rows.values(), key=lambda r: (r.delivery.stream,
                                                                 r.delivery.sequence)):
             if len(claimed) >= limit:
                 break
-            if row.done or row.delivery.dead:
+            if row.done or row.delivery.dead or row.home != home:
                 continue
             if row.next_attempt_at is not None and row.next_attempt_at > now:
                 continue
@@ -279,6 +286,8 @@ class MemoryDeliveryOutbox:
 class _DeletionRow:
     deletion: BodyDeletion
     not_before: datetime
+    home: str | None
+    """Who may claim it: the owning stream's home, or the body's region for an orphan."""
     lease_until: datetime | None = None
 
 
@@ -290,24 +299,27 @@ class MemoryDeletionOutbox:
         self._bodies: dict[tuple[str, str], str] = {}
         self._ids = itertools.count(1)
 
-    def enqueue(self, key: StreamKey | None,
-                bodies: Sequence[tuple[str, str, datetime]]) -> None:
+    def enqueue(self, key: StreamKey | None, bodies: Sequence[tuple[str, str, datetime]],
+                home: str | None = None) -> None:
+        """`home`: the owning stream's metadata home (None for a body no stream owns)."""
         for region, object_key, not_before in bodies:
             if (region, object_key) in self._bodies:
                 continue
             deletion_id = str(next(self._ids))
             self._bodies[(region, object_key)] = deletion_id
             self._rows[deletion_id] = _DeletionRow(
-                BodyDeletion(deletion_id, key, region, object_key), not_before)
+                BodyDeletion(deletion_id, key, region, object_key), not_before,
+                home if key is not None else region)
 
     async def claim(self, worker: str, now: datetime, lease_seconds: float,
-                    limit: int) -> Sequence[BodyDeletion]:
+                    limit: int, home: str) -> Sequence[BodyDeletion]:
         claimed: list[BodyDeletion] = []
         for row in sorted(self._rows.values(),
                           key=lambda r: (r.not_before, int(r.deletion.id))):
             if len(claimed) >= limit:
                 break
-            if row.not_before > now or (row.lease_until is not None and row.lease_until > now):
+            if row.home != home or row.not_before > now or (
+                    row.lease_until is not None and row.lease_until > now):
                 continue
             row.lease_until = now + timedelta(seconds=lease_seconds)
             claimed.append(row.deletion)

@@ -27,6 +27,8 @@ WITH due AS (
     SELECT d.id, s.tenant, s.run_id, s.stream_id FROM deletion_outbox AS d
     LEFT JOIN streams AS s ON s.id = d.stream
     WHERE d.not_before <= $2 AND (d.lease_until IS NULL OR d.lease_until <= $2)
+      AND CASE WHEN s.id IS NULL THEN d.region = $5
+               ELSE s.definition->'placement'->>'metadata_home' = $5 END
     ORDER BY d.not_before, d.id
     LIMIT $4
     FOR UPDATE OF d SKIP LOCKED
@@ -87,10 +89,10 @@ class PostgresDeletionOutbox:
         self._pool = pool
 
     async def claim(self, worker: str, now: datetime, lease_seconds: float,
-                    limit: int) -> Sequence[BodyDeletion]:
+                    limit: int, home: str) -> Sequence[BodyDeletion]:
         if limit <= 0:
             return []
-        rows = await self._pool.fetch(_CLAIM, worker, now, float(lease_seconds), limit)
+        rows = await self._pool.fetch(_CLAIM, worker, now, float(lease_seconds), limit, home)
         ordered = sorted(rows, key=lambda row: (row["not_before"], row["id"]))
         return [_deletion(row) for row in ordered]
 

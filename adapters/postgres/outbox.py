@@ -26,7 +26,7 @@ _CLAIM = """
 WITH due AS (
     SELECT d.stream, d.sequence FROM input_deliveries AS d
     JOIN streams AS s ON s.id = d.stream
-    WHERE NOT d.done AND NOT d.dead
+    WHERE NOT d.done AND NOT d.dead AND s.definition->'placement'->>'metadata_home' = $5
       AND (d.next_attempt_at IS NULL OR d.next_attempt_at <= $2)
       AND (d.lease_until IS NULL OR d.lease_until <= $2)
     ORDER BY s.tenant, s.run_id, s.stream_id, d.sequence
@@ -80,10 +80,10 @@ class PostgresDeliveryOutbox:
         self._pool = pool
 
     async def claim(self, worker: str, now: datetime, lease_seconds: float,
-                    limit: int) -> Sequence[Delivery]:
+                    limit: int, home: str) -> Sequence[Delivery]:
         if limit <= 0:
             return []
-        rows = await self._pool.fetch(_CLAIM, worker, now, float(lease_seconds), limit)
+        rows = await self._pool.fetch(_CLAIM, worker, now, float(lease_seconds), limit, home)
         return sorted((_delivery(row) for row in rows),
                       key=lambda delivery: (delivery.stream, delivery.sequence))
 

@@ -79,7 +79,7 @@ SELECT id, version, snapshot_topic, snapshot FROM object_intents WHERE id = $1 A
 # Keyset paging in the "C" collation, so the order is Python's `StreamKey` order.
 _WITH_RETENTION = """
 SELECT tenant, run_id, stream_id FROM streams
-WHERE NOT legal_hold AND NOT erased
+WHERE NOT legal_hold AND NOT erased AND definition->'placement'->>'metadata_home' = $5
   AND (definition->'retention'->>'max_age_seconds' IS NOT NULL
        OR definition->'retention'->>'max_records' IS NOT NULL)
   AND ($1::text IS NULL OR (tenant, run_id, stream_id) > ($1, $2, $3))
@@ -91,6 +91,7 @@ _EXPIRED_INTENTS = """
 SELECT s.tenant, s.run_id, s.stream_id, i.id FROM object_intents AS i
 JOIN streams AS s ON s.id = i.stream
 WHERE i.state IN ('prepared', 'uploaded') AND i.expires_at <= $1 AND NOT s.legal_hold
+  AND s.definition->'placement'->>'metadata_home' = $3
 ORDER BY i.expires_at, s.tenant, s.run_id, s.stream_id, i.id
 LIMIT $2
 """
@@ -149,19 +150,19 @@ class PostgresStreamStore:
         rows = await self._pool.fetch(_LIST_RUN, run.tenant, run.run_id)
         return [stream_from_row(self._codec, row["id"], row["version"], row) for row in rows]
 
-    async def streams_with_retention(self, after: StreamKey | None,
-                                     limit: int) -> Sequence[StreamKey]:
+    async def streams_with_retention(self, after: StreamKey | None, limit: int,
+                                     home: str) -> Sequence[StreamKey]:
         if limit <= 0:
             return []
         bound = (after.tenant, after.run_id, after.stream_id) if after else (None, None, None)
-        rows = await self._pool.fetch(_WITH_RETENTION, *bound, limit)
+        rows = await self._pool.fetch(_WITH_RETENTION, *bound, limit, home)
         return [StreamKey(row["tenant"], row["run_id"], row["stream_id"]) for row in rows]
 
-    async def expired_intents(self, now: datetime,
-                              limit: int) -> Sequence[tuple[StreamKey, str]]:
+    async def expired_intents(self, now: datetime, limit: int,
+                              home: str) -> Sequence[tuple[StreamKey, str]]:
         if limit <= 0:
             return []
-        rows = await self._pool.fetch(_EXPIRED_INTENTS, now, limit)
+        rows = await self._pool.fetch(_EXPIRED_INTENTS, now, limit, home)
         return [(StreamKey(row["tenant"], row["run_id"], row["stream_id"]), str(row["id"]))
                 for row in rows]
 

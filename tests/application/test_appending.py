@@ -75,7 +75,7 @@ async def test_an_input_stream_stages_one_outbox_row_per_new_record() -> None:
     await sim.service.appender.append(ALICE, RUN, "s", [
         {"payload": 1, "idempotency_key": "k"}, {"payload": 2}, {"payload": 3}])
     await sim.service.appender.append(ALICE, RUN, "s", [{"payload": 1, "idempotency_key": "k"}])
-    claimed = await sim.outbox.claim("w", sim.clock.now(), 30, 100)
+    claimed = await sim.outbox.claim("w", sim.clock.now(), 30, 100, "local")
     assert [(d.stream, d.sequence) for d in claimed] == [(key(), 1), (key(), 2), (key(), 3)]
 
 

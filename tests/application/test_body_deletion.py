@@ -101,7 +101,7 @@ async def test_a_claimed_deletion_is_taken_over_only_after_its_lease() -> None:
     clock = fake_clock(sim)
     await pruned_object(sim)
     lease = NodeSettings().delivery_lease_seconds
-    claimed = await sim.deletions.claim("dead-worker", clock.now(), lease, 10)
+    claimed = await sim.deletions.claim("dead-worker", clock.now(), lease, 10, "local")
     assert len(claimed) == 1 and claimed[0].stream == key()
     assert await sim.service.deleter.delete_once("w") == 0
     clock.advance(lease)
@@ -196,7 +196,7 @@ async def test_placing_a_hold_does_not_wait_for_a_claim_whose_lease_ended() -> N
     clock = fake_clock(sim)
     await pruned_object(sim)
     lease = NodeSettings().delivery_lease_seconds
-    assert len(await sim.deletions.claim("dead-worker", clock.now(), lease, 10)) == 1
+    assert len(await sim.deletions.claim("dead-worker", clock.now(), lease, 10, "local")) == 1
     clock.advance(lease + 1)
     assert await asyncio.wait_for(
         sim.service.lifecycle.set_legal_hold(ADMIN, RUN, "s", True, "audit"), 1) == (

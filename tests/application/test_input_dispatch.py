@@ -64,7 +64,7 @@ async def test_a_claimed_row_is_not_claimed_again_before_its_lease_expires() -> 
     lease = 30.0
     sim = await input_stream(NodeSettings(delivery_lease_seconds=lease))
     clock = fake_clock(sim)
-    crashed = await sim.outbox.claim("crashed-worker", clock.now(), lease, 100)
+    crashed = await sim.outbox.claim("crashed-worker", clock.now(), lease, 100, "local")
     assert [d.sequence for d in crashed] == [1, 2]
     clock.advance(lease - 1)
     assert await sim.service.dispatcher.dispatch_once("w2") == 0
@@ -112,6 +112,6 @@ async def test_without_a_wait_service_input_records_stay_pending_and_unclaimed()
     assert await sim.service.dispatcher.pending_total() == 3
     assert sim.workflow.events == []
     # Never claimed: no attempt, lease or error was spent on them.
-    claimed = await sim.outbox.claim("later", sim.clock.now(), 30.0, 100)
+    claimed = await sim.outbox.claim("later", sim.clock.now(), 30.0, 100, "local")
     assert [(d.sequence, d.attempts, d.last_error) for d in claimed] == [
         (1, 0, None), (2, 0, None), (3, 0, None)]

@@ -34,6 +34,8 @@ from domain.records import ObjectRef, draft_for_object, draft_from_wire
 from domain.stream import AppendPlan, Stream
 from tests.contracts.harness import StorageHarness
 
+HERE = "local"
+"""The region of the node the workers run in: every stream here is homed in it."""
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 WAKE_TIMEOUT = 5.0  # an upper bound for a wake to arrive; never asserted as a duration
 QUIET = 0.1  # how long to listen when nothing may arrive
@@ -51,7 +53,7 @@ def new_key(stream_id: str = "s") -> StreamKey:
 
 def new_stream(key: StreamKey, **pins: Any) -> Stream:
     raw = {"stream_id": key.stream_id, "content_class": "output.text", **pins}
-    return Stream.start(key, build_definition(raw, "local"), NOW)
+    return Stream.start(key, build_definition(raw, HERE), NOW)
 
 
 def stored(plan: AppendPlan, at: datetime = NOW) -> list[StoredRecord]:
@@ -93,7 +95,7 @@ def new_intent(key: StreamKey, idempotency_key: str = "o1", body: bytes = b"0123
     pins = ObjectPins(idempotency_key, hashlib.sha256(body).hexdigest(), len(body),
                       "application/pdf")
     receipt = AuthorizationReceipt("alice", ("streams:read", "streams:write"), "token-1")
-    return ObjectIntent.prepare(key, pins, receipt, expires_at, "local")
+    return ObjectIntent.prepare(key, pins, receipt, expires_at, HERE)
 
 
 async def next_wake(subscription: WakeSubscription) -> Wake:
@@ -189,7 +191,7 @@ class StorageContract:
             assert [i.object_id for i in await session.intents()] == [intent.object_id]
         loaded = await harness.store.load_intent(key, intent.object_id)
         assert loaded is not None and loaded.current_state is IntentState.PREPARED
-        claimed = await harness.outbox.claim("w", NOW, LEASE, 1000)
+        claimed = await harness.outbox.claim("w", NOW, LEASE, 1000, HERE)
         assert [d.sequence for d in ours(claimed, key)] == [1, 2]
 
     async def test_a_failed_unit_of_work_persists_nothing(self, harness: StorageHarness) -> None:
@@ -216,8 +218,8 @@ class StorageContract:
             assert await session.receipts(["k"]) == {}
             assert list(await session.intents()) == []
         assert await harness.store.load_intent(key, new_intent(key).object_id) is None
-        assert ours(await harness.outbox.claim("w", NOW, LEASE, 1000), key) == []
-        assert our_bodies(await harness.deletions.claim("w", NOW, LEASE, 1000), key) == []
+        assert ours(await harness.outbox.claim("w", NOW, LEASE, 1000, HERE), key) == []
+        assert our_bodies(await harness.deletions.claim("w", NOW, LEASE, 1000, HERE), key) == []
         assert await append(harness, key, [{"payload": 2}]) == (3,)
 
     async def test_transact_commits_what_its_work_staged_and_returns_its_answer(
@@ -364,7 +366,7 @@ class StorageContract:
         loaded = await harness.store.load_intent(key, first.object_id)
         assert loaded is not None
         assert (loaded.object_id, loaded.object_key, loaded.region) == (
-            first.object_id, first.object_key, "local")
+            first.object_id, first.object_key, HERE)
         assert (loaded.sha256, loaded.size, loaded.content_type) == (
             first.sha256, 10, "application/pdf")
         assert (loaded.principal, list(loaded.scopes), loaded.token_id) == (
@@ -411,7 +413,7 @@ class StorageContract:
         start = StreamKey(tenant, "", "")
 
         async def listed(after: StreamKey, limit: int) -> list[StreamKey]:
-            keys = await harness.store.streams_with_retention(after, limit)
+            keys = await harness.store.streams_with_retention(after, limit, HERE)
             assert list(keys) == sorted(keys)
             return [k for k in keys if k.tenant == tenant]
 
@@ -419,11 +421,11 @@ class StorageContract:
         assert await listed(start, 1) == [named("a-count")]
         assert await listed(named("a-count"), 100) == [named("b-age"), named("f-both")]
         assert await listed(named("f-both"), 100) == []
-        assert await harness.store.streams_with_retention(start, 0) == []
+        assert await harness.store.streams_with_retention(start, 0, HERE) == []
         async with harness.store.lock(named("d-held")) as session:
             session.stream.set_legal_hold(False, None)
         assert named("d-held") in await listed(start, 100)
-        everything = await harness.store.streams_with_retention(None, 10_000)
+        everything = await harness.store.streams_with_retention(None, 10_000, HERE)
         assert named("a-count") in everything
 
     async def test_expired_intents_lists_live_intents_past_their_deadline(
@@ -448,17 +450,17 @@ class StorageContract:
         async with harness.store.lock(held) as session:
             session.stream.set_legal_hold(True, "audit")
             session.save_intent(new_intent(held, "held", expires_at=cutoff - timedelta(hours=1)))
-        due = await harness.store.expired_intents(cutoff, 100)
+        due = await harness.store.expired_intents(cutoff, 100, HERE)
         assert list(due) == [(key, uploaded.object_id), (key, earlier.object_id),
                              (key, later.object_id)]
-        assert list(await harness.store.expired_intents(cutoff, 1)) == [
+        assert list(await harness.store.expired_intents(cutoff, 1, HERE)) == [
             (key, uploaded.object_id)]
-        assert await harness.store.expired_intents(cutoff - timedelta(days=1), 100) == []
+        assert await harness.store.expired_intents(cutoff - timedelta(days=1), 100, HERE) == []
         async with harness.store.lock(key) as session:
             intent = await session.intent(uploaded.object_id)
             assert intent is not None and intent.expire(cutoff)
             session.save_intent(intent)
-        assert list(await harness.store.expired_intents(cutoff, 100)) == [
+        assert list(await harness.store.expired_intents(cutoff, 100, HERE)) == [
             (key, earlier.object_id), (key, later.object_id)]
 
     async def test_runs_are_marked_erased(self, harness: StorageHarness) -> None:
@@ -574,43 +576,64 @@ class StorageContract:
         await append(harness, key, [{"payload": n} for n in range(count)], deliveries=True)
         return key
 
+    async def test_workers_see_only_the_streams_homed_in_their_region(
+            self, harness: StorageHarness) -> None:
+        far = {"metadata_home": "far", "object_regions": ["far"],
+               "client_egress_regions": ["far"], "log_region": "far"}
+        key = await created(harness, direction="input", placement=far,
+                            retention={"max_records": 1})
+        await append(harness, key, [{"payload": 1}], deliveries=True)
+        cutoff = datetime(1981, 1, 1, tzinfo=UTC)
+        async with harness.store.lock(key) as session:
+            session.save_intent(new_intent(key, "o", expires_at=cutoff - timedelta(seconds=1)))
+            session.queue_deletions([("far", f"{key.tenant}/far-body")], NOW)
+        for home, found in ((HERE, False), ("far", True)):
+            retained = await harness.store.streams_with_retention(None, 10_000, home)
+            assert (key in retained) is found
+            expired = await harness.store.expired_intents(cutoff, 10_000, home)
+            assert any(stream == key for stream, _ in expired) is found
+            assert bool(ours(await harness.outbox.claim("w", NOW, LEASE, 1000, home), key)) \
+                is found
+            assert bool(our_bodies(await harness.deletions.claim("w", NOW, LEASE, 1000, home),
+                                   key)) is found
+
     async def test_claims_are_leased(self, harness: StorageHarness) -> None:
         key = await self.input_rows(harness)
-        first = ours(await harness.outbox.claim("w1", NOW, LEASE, 1000), key)
+        first = ours(await harness.outbox.claim("w1", NOW, LEASE, 1000, HERE), key)
         assert [(d.sequence, d.attempts, d.claimed_by, d.dead) for d in first] == [
             (1, 0, "w1", False), (2, 0, "w1", False), (3, 0, "w1", False)]
         during = NOW + timedelta(seconds=LEASE - 1)
-        assert ours(await harness.outbox.claim("w2", during, LEASE, 1000), key) == []
+        assert ours(await harness.outbox.claim("w2", during, LEASE, 1000, HERE), key) == []
         after = NOW + timedelta(seconds=LEASE + 1)
-        taken_over = ours(await harness.outbox.claim("w2", after, LEASE, 1000), key)
+        taken_over = ours(await harness.outbox.claim("w2", after, LEASE, 1000, HERE), key)
         assert [(d.sequence, d.claimed_by) for d in taken_over] == [
             (1, "w2"), (2, "w2"), (3, "w2")]
 
     async def test_a_claim_takes_at_most_limit_rows(self, harness: StorageHarness) -> None:
         key = await self.input_rows(harness)
-        limited = await harness.outbox.claim("w1", NOW, LEASE, 2)
+        limited = await harness.outbox.claim("w1", NOW, LEASE, 2, HERE)
         assert len(limited) == 2
-        rest = await harness.outbox.claim("w1", NOW, LEASE, 1000)
+        rest = await harness.outbox.claim("w1", NOW, LEASE, 1000, HERE)
         first, second = ours(limited, key), ours(rest, key)
         assert sorted(d.sequence for d in first + second) == [1, 2, 3]  # each row exactly once
 
     async def test_completed_rows_are_never_claimed_again(self, harness: StorageHarness) -> None:
         key = await self.input_rows(harness)
-        await harness.outbox.claim("w1", NOW, LEASE, 1000)
+        await harness.outbox.claim("w1", NOW, LEASE, 1000, HERE)
         await harness.outbox.complete(key, 2)
         later = NOW + timedelta(seconds=LEASE * 10)
-        assert [d.sequence for d in ours(await harness.outbox.claim("w2", later, LEASE, 1000),
+        assert [d.sequence for d in ours(await harness.outbox.claim("w2", later, LEASE, 1000, HERE),
                                          key)] == [1, 3]
 
     async def test_a_retried_row_waits_for_its_next_attempt(
             self, harness: StorageHarness) -> None:
         key = await self.input_rows(harness, count=1)
-        await harness.outbox.claim("w1", NOW, LEASE, 1000)
+        await harness.outbox.claim("w1", NOW, LEASE, 1000, HERE)
         retry_at = NOW + timedelta(seconds=LEASE * 2)
         await harness.outbox.retry(key, 1, "ConnectionError: down", retry_at)
         before = retry_at - timedelta(seconds=1)
-        assert ours(await harness.outbox.claim("w2", before, LEASE, 1000), key) == []
-        [row] = ours(await harness.outbox.claim("w2", retry_at, LEASE, 1000), key)
+        assert ours(await harness.outbox.claim("w2", before, LEASE, 1000, HERE), key) == []
+        [row] = ours(await harness.outbox.claim("w2", retry_at, LEASE, 1000, HERE), key)
         assert (row.sequence, row.attempts, row.last_error, row.claimed_by) == (
             1, 1, "ConnectionError: down", "w2")
 
@@ -630,17 +653,17 @@ class StorageContract:
     async def test_queued_deletions_are_claimed_with_a_lease_once_per_body(
             self, harness: StorageHarness) -> None:
         key, bodies = await self.queued_bodies(harness)
-        claimed = our_bodies(await harness.deletions.claim("w1", NOW, LEASE, 1000), key)
+        claimed = our_bodies(await harness.deletions.claim("w1", NOW, LEASE, 1000, HERE), key)
         assert [(d.region, d.object_key, d.attempts, d.last_error) for d in claimed] == [
             ("local", bodies[0], 0, None), ("local", bodies[1], 0, None)]
         assert len({d.id for d in claimed}) == 2
         soon = NOW + timedelta(seconds=1)
-        due = our_bodies(await harness.deletions.claim("w2", soon, LEASE, 1000), key)
+        due = our_bodies(await harness.deletions.claim("w2", soon, LEASE, 1000, HERE), key)
         assert [d.object_key for d in due] == [bodies[2]]
         during = NOW + timedelta(seconds=LEASE - 1)
-        assert our_bodies(await harness.deletions.claim("w2", during, LEASE, 1000), key) == []
+        assert our_bodies(await harness.deletions.claim("w2", during, LEASE, 1000, HERE), key) == []
         after = NOW + timedelta(seconds=LEASE + 2)
-        taken_over = our_bodies(await harness.deletions.claim("w2", after, LEASE, 1000), key)
+        taken_over = our_bodies(await harness.deletions.claim("w2", after, LEASE, 1000, HERE), key)
         assert [d.object_key for d in taken_over] == bodies
         assert [d.id for d in taken_over[:2]] == [d.id for d in claimed]
 
@@ -648,27 +671,28 @@ class StorageContract:
             self, harness: StorageHarness) -> None:
         key, bodies = await self.queued_bodies(harness)
         soon = NOW + timedelta(seconds=1)
-        first, second, third = our_bodies(await harness.deletions.claim("w", soon, LEASE, 9), key)
+        claimed = await harness.deletions.claim("w", soon, LEASE, 9, HERE)
+        first, second, third = our_bodies(claimed, key)
         await harness.deletions.complete(first.id)
         held_until = NOW + timedelta(hours=1)
         await harness.deletions.postpone(second.id, held_until)
         await harness.deletions.postpone(third.id, held_until, "ConnectionError: down")
         before = held_until - timedelta(seconds=1)
-        assert our_bodies(await harness.deletions.claim("w", before, LEASE, 1000), key) == []
-        again = our_bodies(await harness.deletions.claim("w", held_until, LEASE, 1000), key)
+        assert our_bodies(await harness.deletions.claim("w", before, LEASE, 1000, HERE), key) == []
+        again = our_bodies(await harness.deletions.claim("w", held_until, LEASE, 1000, HERE), key)
         assert [(d.object_key, d.attempts, d.last_error) for d in again] == [
             (bodies[1], 0, None), (bodies[2], 1, "ConnectionError: down")]
         async with harness.store.lock(key) as session:  # a completed body may be queued anew
             session.queue_deletions([("local", bodies[0])], held_until)
         later = held_until + timedelta(seconds=LEASE + 1)
-        last = our_bodies(await harness.deletions.claim("w", later, LEASE, 1000), key)
+        last = our_bodies(await harness.deletions.claim("w", later, LEASE, 1000, HERE), key)
         assert [d.object_key for d in last] == [bodies[1], bodies[2], bodies[0]]
 
     async def test_deletions_in_flight_are_the_stream_s_claims_under_a_live_lease(
             self, harness: StorageHarness) -> None:
         key, _ = await self.queued_bodies(harness)
         assert await harness.deletions.in_flight(key, NOW) == 0  # queued, not claimed
-        claimed = our_bodies(await harness.deletions.claim("w", NOW, LEASE, 1000), key)
+        claimed = our_bodies(await harness.deletions.claim("w", NOW, LEASE, 1000, HERE), key)
         assert len(claimed) == 2
         assert await harness.deletions.in_flight(key, NOW) == 2
         other, _ = await self.queued_bodies(harness)
@@ -677,7 +701,7 @@ class StorageContract:
         await harness.deletions.postpone(claimed[1].id, NOW + timedelta(hours=1))
         assert await harness.deletions.in_flight(key, NOW) == 0
         again = our_bodies(await harness.deletions.claim("w", NOW + timedelta(seconds=1),
-                                                         LEASE, 1000), key)
+                                                         LEASE, 1000, HERE), key)
         assert len(again) == 1
         assert await harness.deletions.in_flight(key, NOW + timedelta(seconds=2)) == 1
         expired = NOW + timedelta(seconds=LEASE + 2)
@@ -686,13 +710,13 @@ class StorageContract:
     async def test_dead_letters_stay_visible_and_are_never_claimed(
             self, harness: StorageHarness) -> None:
         key = await self.input_rows(harness)
-        await harness.outbox.claim("w1", NOW, LEASE, 1000)
+        await harness.outbox.claim("w1", NOW, LEASE, 1000, HERE)
         await harness.outbox.dead_letter(key, 2, "gave up")
         [dead] = await harness.outbox.dead_letters(key)
         assert (dead.stream, dead.sequence, dead.dead, dead.last_error) == (
             key, 2, True, "gave up")
         later = NOW + timedelta(seconds=LEASE * 10)
-        assert [d.sequence for d in ours(await harness.outbox.claim("w2", later, LEASE, 1000),
+        assert [d.sequence for d in ours(await harness.outbox.claim("w2", later, LEASE, 1000, HERE),
                                          key)] == [1, 3]
         other = await self.input_rows(harness)
         assert await harness.outbox.dead_letters(other) == []
@@ -702,7 +726,7 @@ class StorageContract:
         everywhere = await harness.outbox.pending_count()  # rows of earlier tests included
         key = await self.input_rows(harness)
         assert await harness.outbox.pending_count(key) == 3
-        assert len(await harness.outbox.claim("w", NOW, LEASE, 1000)) >= 3
+        assert len(await harness.outbox.claim("w", NOW, LEASE, 1000, HERE)) >= 3
         assert await harness.outbox.pending_count(key) == 3  # claimed is still pending
         await harness.outbox.complete(key, 1)
         await harness.outbox.retry(key, 2, "down", NOW + timedelta(hours=1))

@@ -66,3 +66,50 @@ async def test_a_stream_created_without_placement_lives_in_the_creating_nodes_re
                                                                 "content_class": "x"})
     placement = created.json()["definition"]["placement"]
     assert (placement["metadata_home"], placement["client_egress_regions"]) == ("eu", ["eu"])
+
+
+async def test_every_state_change_happens_only_at_the_metadata_home(
+        clients: tuple[httpx.AsyncClient, httpx.AsyncClient], run_id: str) -> None:
+    in_us, in_eu = clients
+    admin = bearer(token(scopes=("streams:read", "streams:write", "streams:admin")))
+    definition = {"stream_id": "s", "content_class": "x", "placement": PLACEMENT,
+                  "consumers": ["ui"]}
+    assert (await in_us.post(f"/runs/{run_id}/streams", json=definition)).status_code == 201
+    records = {"records": [{"payload": "one"}]}
+    assert (await in_us.post(f"/runs/{run_id}/streams/s/records", json=records)).status_code == 201
+
+    ack = await in_eu.post(f"/runs/{run_id}/streams/s/consumers/ui/ack", json={"sequence": 1})
+    assert_problem(ack, 421, "wrong_region")
+    hold = await in_eu.put(f"/runs/{run_id}/streams/s/legal-hold",
+                           json={"held": True, "reason": "case"}, headers=admin)
+    assert_problem(hold, 421, "wrong_region")
+    status = (await in_us.get(f"/runs/{run_id}/streams/s")).json()["status"]
+    assert (status["consumers"], status["legal_hold"]) == ({"ui": 0}, False)
+
+    # Erasing at a node that is home to none of the run's streams erases nothing, says so,
+    # and seals the run against new records everywhere; the home then erases its streams.
+    away = await in_eu.delete(f"/runs/{run_id}", headers=admin)
+    assert away.status_code == 200, away.text
+    assert (away.json()["records_deleted"], away.json()["elsewhere"]) == (
+        0, [{"stream_id": "s", "metadata_home": "us"}])
+    assert_problem(await in_us.post(f"/runs/{run_id}/streams/s/records", json=records), 410,
+                   "run_erased")
+    page = await in_eu.get(f"/runs/{run_id}/streams/s/records")
+    assert [record["payload"] for record in page.json()["records"]] == ["one"]
+    home = await in_us.delete(f"/runs/{run_id}", headers=admin)
+    assert (home.json()["records_deleted"], home.json()["elsewhere"]) == (1, [])
+
+
+async def test_definition_and_status_are_served_only_at_the_home_and_its_replicas(
+        clients: tuple[httpx.AsyncClient, httpx.AsyncClient], run_id: str) -> None:
+    in_us, in_eu = clients
+    replicated = {**PLACEMENT, "metadata_replicas": ["eu"]}
+    for stream_id, placement in (("replicated", replicated), ("home-only", PLACEMENT)):
+        created = await in_us.post(f"/runs/{run_id}/streams", json={
+            "stream_id": stream_id, "content_class": "x", "placement": placement})
+        assert created.status_code == 201, created.text
+    assert (await in_eu.get(f"/runs/{run_id}/streams/replicated")).status_code == 200
+    assert_problem(await in_eu.get(f"/runs/{run_id}/streams/home-only"), 421, "wrong_region")
+    listed = await in_eu.get(f"/runs/{run_id}/streams")
+    assert [s["stream_id"] for s in listed.json()["streams"]] == ["replicated"]
+    assert len((await in_us.get(f"/runs/{run_id}/streams")).json()["streams"]) == 2

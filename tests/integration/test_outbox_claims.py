@@ -26,7 +26,7 @@ async def test_workers_claiming_at_once_never_share_a_row(pg_dsn: str) -> None: 
                 await service.appender.append(WRITER, RUN, stream,
                                               [{"payload": n} for n in range(5)])
         claims = await asyncio.gather(*(
-            processes[n % 2].outbox.claim(f"worker-{n}", NOW, 30.0, 7) for n in range(12)))
+            processes[n % 2].outbox.claim(f"worker-{n}", NOW, 30.0, 7, "local") for n in range(12)))
     finally:
         for adapters in processes:
             await adapters.close()

@@ -46,4 +46,6 @@ async def erase_run(
     hold; needs `streams:admin`. Afterwards nothing more is stored in the run (410 `run_erased`)."""
     report = await service.lifecycle.erase_run(principal, run_id)
     return {"streams": report.streams, "records_deleted": report.records_deleted,
-            "objects_deleted": report.objects_deleted, "held_streams": report.held_streams}
+            "objects_deleted": report.objects_deleted, "held_streams": report.held_streams,
+            "elsewhere": [{"stream_id": stream_id, "metadata_home": home}
+                          for stream_id, home in report.elsewhere]}
