@@ -21,6 +21,7 @@ from uvicorn.config import LOGGING_CONFIG
 
 from application.views import API_PREFIX
 from entrypoints.backend import database_url
+from entrypoints.log_ids import LogIds, ScrubIds
 from entrypoints.settings import Settings
 from entrypoints.tokens import mint_token
 
@@ -91,9 +92,16 @@ def _inputs(settings: Settings) -> str:
             "see status.pending_inputs and runnel_input_pending")
 
 
-def _log_config() -> dict[str, Any]:
+def _log_config(settings: Settings) -> dict[str, Any]:
+    """uvicorn's logging, plus ours, all on stderr; every handler scrubs run and stream ids
+    (`log_ids.py`)."""
     config: dict[str, Any] = copy.deepcopy(LOGGING_CONFIG)
     config["loggers"]["runnel"] = {"handlers": ["default"], "level": "INFO", "propagate": False}
+    config["filters"] = {"scrub_ids": {"()": ScrubIds,
+                                       "ids": LogIds(settings.resolved_jwt_secret())}}
+    for handler in config["handlers"].values():
+        handler["filters"] = ["scrub_ids"]
+        handler["stream"] = "ext://sys.stderr"  # logs on stderr; stdout has the banner only
     return config
 
 
@@ -103,7 +111,7 @@ def _serve(args: argparse.Namespace) -> int:
     settings = Settings(workers=False) if args.no_workers else Settings()
     config = uvicorn.Config(
         create_asgi_app(settings), host=args.host, port=args.port, lifespan="on",
-        log_config=_log_config(), access_log=args.access_log, proxy_headers=False,
+        log_config=_log_config(settings), access_log=args.access_log, proxy_headers=False,
         server_header=False, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
         h11_max_incomplete_event_size=2 * settings.max_header_bytes,
     )
@@ -148,6 +156,13 @@ def _token(args: argparse.Namespace) -> int:
     return 0
 
 
+def _log_id(args: argparse.Namespace) -> int:
+    ids = LogIds(Settings().resolved_jwt_secret())
+    print(" ".join(ids.pseudonym(identifier) for identifier in (args.run, args.stream)
+                   if identifier is not None))
+    return 0
+
+
 def _tail(args: argparse.Namespace) -> int:
     from entrypoints.tail import tail
 
@@ -186,6 +201,11 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--runs", help="comma-separated run ids the token is bound to")
     token.add_argument("--ttl", type=int, default=3600, help="seconds until expiry")
     token.set_defaults(handler=_token)
+
+    log_id = commands.add_parser("log-id", help="print the pseudonyms logs use for ids")
+    log_id.add_argument("run")
+    log_id.add_argument("stream", nargs="?")
+    log_id.set_defaults(handler=_log_id)
 
     tail = commands.add_parser("tail", help="follow a stream in the terminal")
     tail.add_argument("run")

@@ -12,6 +12,7 @@ import logging
 import signal
 
 from entrypoints.container import Container, running
+from entrypoints.log_ids import LogIds, ScrubIds
 from entrypoints.settings import Settings
 from entrypoints.workers import worker_id
 
@@ -32,4 +33,7 @@ async def host_workers(settings: Settings) -> None:
 def run(settings: Settings) -> None:
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    scrub = ScrubIds(LogIds(settings.resolved_jwt_secret()))
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(scrub)
     asyncio.run(host_workers(settings))

@@ -92,9 +92,9 @@ def _drain(stdout: IO[str]) -> None:
 
 
 @contextmanager
-def running_server(env: Mapping[str, str | None], data_dir: Path,
-                   workers: bool = False) -> Iterator[RunnelServer]:
-    server = RunnelServer.start(env, data_dir, workers)
+def running_server(env: Mapping[str, str | None], data_dir: Path, workers: bool = False,
+                   extra_args: tuple[str, ...] = ()) -> Iterator[RunnelServer]:
+    server = RunnelServer.start(env, data_dir, workers, extra_args)
     try:
         yield server
     finally:

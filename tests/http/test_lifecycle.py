@@ -50,7 +50,7 @@ async def test_erasing_a_run_reports_counts_spares_held_streams_and_stores_nothi
     erased = await api.delete(f"/runs/{run_id}", headers=ADMIN)
     assert erased.status_code == 200
     assert erased.json() == {"streams": 2, "records_deleted": 3, "objects_deleted": 0,
-                             "held_streams": ["held"]}
+                             "held_streams": ["held"], "elsewhere": []}
 
     # The erased records are gone: a reader from the start is told to resync past them.
     gone = assert_problem(await api.get(f"/runs/{run_id}/streams/a/records"), 410,
