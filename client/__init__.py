@@ -3,6 +3,7 @@
 from client.aio import AsyncRunnelClient
 from client.errors import BackpressureError, ResyncRequired, RunnelError
 from client.following import FollowState
+from client.layers import LiveText
 from client.live import LivePublisher
 from client.sync import RunnelClient
 from client.testing import InMemoryRunnel
@@ -15,6 +16,7 @@ __all__ = [
     "InMemoryRunnel",
     "LiveEvent",
     "LivePublisher",
+    "LiveText",
     "Record",
     "ResyncRequired",
     "RunnelClient",

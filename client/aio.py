@@ -81,7 +81,16 @@ class AsyncRunnelClient:
                      state: FollowState | None = None) -> AsyncIterator[Record | LiveEvent]:
         """Every record above `after`, once, in order, across reconnects; ends when the
         stream is closed. On resync, `on_resync` returns the cursor to go on from;
-        without it `ResyncRequired` is raised."""
+        without it `ResyncRequired` is raised.
+
+        With `live=True` the best-effort live chunks published while following come as
+        `LiveEvent`s, under the two-layer rules (ADR 0019, `client.layers`): a record
+        names its step by its `idempotency_key` (`Record.step`); once it arrived, no
+        live chunk whose `source` is that step is yielded any more, and a reader showing
+        the step's live text drops it. A chunk of an attempt below the newest seen for
+        its source is not yielded; the first chunk of a newer attempt has
+        `supersedes=True` (drop the earlier attempt's text). `LiveText` keeps what to
+        show; `state.live_dropped` counts what the rules dropped."""
         state = state or FollowState(after)
         path = stream_path(run_id, stream_id, "subscribe")
         params = {"live": "true"} if live else {}

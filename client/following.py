@@ -2,7 +2,9 @@
 
 The follower keeps the cursor: a reconnect resumes with `Last-Event-ID` set to
 the last sequence it yielded, and anything at or below it is dropped, so a
-caller sees every record exactly once, in order.
+caller sees every record exactly once, in order. With `live=True` it also applies
+the two-layer rules of `client.layers` (ADR 0019): no live chunk of a step whose
+record arrived, none of an attempt older than the newest seen for its step.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from client.errors import ResyncRequired
+from client.layers import Steps
 from client.wire import LiveEvent, Record
 
 
@@ -31,6 +34,12 @@ class FollowState:
     gaps: int = 0
     last_event_at: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+    steps: Steps = field(default_factory=Steps)
+
+    @property
+    def live_dropped(self) -> int:
+        """Live chunks dropped by the two-layer rules (a settled step, an older attempt)."""
+        return self.steps.dropped
 
     def headers(self) -> dict[str, str]:
         return {"Last-Event-ID": str(self.cursor), "Accept": "text/event-stream"}
@@ -45,9 +54,10 @@ class FollowState:
             if record.sequence != self.cursor + 1:
                 self.gaps += 1
             self.cursor = record.sequence
+            self.steps.settle(record)
             return record
         if event == "live":
-            return LiveEvent(json.loads(data))
+            return self.steps.admit(json.loads(data))
         if event == "end":
             raise StreamEnded
         if event == "resync":

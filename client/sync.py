@@ -63,6 +63,10 @@ class RunnelClient:
     def follow(self, run_id: str, stream_id: str, after: int = 0, *, live: bool = False,
                on_resync: Callable[[ResyncRequired], int] | None = None,
                state: FollowState | None = None) -> Iterator[Record | LiveEvent]:
+        """As `AsyncRunnelClient.follow`: every record once, in order, across reconnects,
+        and with `live=True` the live chunks under the two-layer rules (ADR 0019): none
+        of a step (`source`) whose record (`idempotency_key` = the step) arrived, none of
+        an attempt older than the newest seen for its step."""
         state = state or FollowState(after)
         path = stream_path(run_id, stream_id, "subscribe")
         params = {"live": "true"} if live else {}

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from client.errors import RunnelError
+from client.layers import Steps
 from client.wire import LiveEvent, Record
 
 MAX_BATCH = 1000
@@ -109,7 +110,7 @@ class InMemoryRunnel:
                 content_type=item.get("content_type") or (
                     "application/json" if "payload" in item else "application/octet-stream"),
                 appended_at=datetime.now(UTC).isoformat(), payload=item.get("payload"),
-                data=item.get("data")))
+                data=item.get("data"), idempotency_key=key))
             if key is not None:
                 stream.receipts[key] = sequence
             sequences.append(sequence)
@@ -160,21 +161,26 @@ class InMemoryRunnel:
                      live: bool = False, **_: Any) -> AsyncIterator[Record | LiveEvent]:
         """Every record above `after`, then waits for more; ends once the stream is closed.
         With `live=True` (always for a `best_effort` stream) also the chunks published
-        while following, interleaved in the order they were published."""
+        while following, under the same two-layer rules as the real client's (no chunk
+        of a step whose record arrived, none of an older attempt; `client.layers`)."""
         stream = self._stream(run_id, stream_id)
         if after > len(stream.records):
             raise _refuse(400, "future_cursor", "cursor beyond head")
         cursor = after
         seen_live = len(stream.live)
         live = live or stream.best_effort
+        steps = Steps()
         while True:
             changed = stream.changed
             while cursor < len(stream.records):
                 cursor += 1
+                steps.settle(stream.records[cursor - 1])
                 yield stream.records[cursor - 1]
             while live and seen_live < len(stream.live):
                 seen_live += 1
-                yield LiveEvent(stream.live[seen_live - 1])
+                event = steps.admit(stream.live[seen_live - 1])
+                if event is not None:
+                    yield event
             if stream.closed and cursor == len(stream.records):
                 return
             if cursor == len(stream.records) and not (live and seen_live < len(stream.live)):
@@ -189,4 +195,6 @@ def _envelope(record: Record) -> dict[str, Any]:
         body["data"] = record.data
     else:
         body["payload"] = record.payload
+    if record.idempotency_key is not None:
+        body["idempotency_key"] = record.idempotency_key
     return body

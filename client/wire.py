@@ -24,19 +24,61 @@ class Record:
     payload: Any = None
     data: str | None = None
     object: dict[str, Any] | None = None
+    idempotency_key: str | None = None
+
+    @property
+    def step(self) -> str | None:
+        """The step whose stored text this record is: its `idempotency_key`. Live chunks
+        whose `source` equals it are dropped once this record arrived (ADR 0019)."""
+        return self.idempotency_key
 
     @classmethod
     def from_wire(cls, body: dict[str, Any]) -> Record:
         return cls(sequence=int(body["sequence"]), content_type=body["content_type"],
                    appended_at=body["appended_at"], payload=body.get("payload"),
-                   data=body.get("data"), object=body.get("object"))
+                   data=body.get("data"), object=body.get("object"),
+                   idempotency_key=body.get("idempotency_key"))
 
 
 @dataclass(frozen=True)
 class LiveEvent:
-    """A best-effort chunk seen while following with `live=True`."""
+    """A best-effort chunk seen while following with `live=True`.
+
+    `data` is the frame as sent, `{seq, data, source, attempt, index}`; the properties
+    read its fields (`chunk` is the published chunk itself). `supersedes` is true on the
+    first chunk of a higher `attempt` of its `source`: drop what you show of the earlier
+    attempt (`LiveText` does)."""
 
     data: Any
+    supersedes: bool = False
+
+    def _field(self, name: str) -> Any:
+        return self.data.get(name) if isinstance(self.data, dict) else None
+
+    @property
+    def chunk(self) -> Any:
+        return self._field("data")
+
+    @property
+    def source(self) -> str | None:
+        """The step the chunk belongs to, if the producer named one."""
+        source = self._field("source")
+        return source if isinstance(source, str) else None
+
+    @property
+    def attempt(self) -> int | None:
+        attempt = self._field("attempt")
+        return attempt if isinstance(attempt, int) else None
+
+    @property
+    def index(self) -> int | None:
+        index = self._field("index")
+        return index if isinstance(index, int) else None
+
+    @property
+    def seq(self) -> int | None:
+        seq = self._field("seq")
+        return seq if isinstance(seq, int) else None
 
 
 def stream_path(run_id: str, stream_id: str, *rest: str) -> str:

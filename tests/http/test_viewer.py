@@ -1,12 +1,14 @@
 """The web viewer at `/`, in headless Chromium (Debian's `/usr/bin/chromium`, driven by
 Playwright with `executable_path`; `make browser` installs it): it shows records appended
-after it opened, and after the server restarts it resumes with no gap and no repeat."""
+after it opened, and after the server restarts it resumes with no gap and no repeat; it
+shows a step's live text until the step's stored record arrives (ADR 0019)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
 import httpx
@@ -15,7 +17,7 @@ import pytest_asyncio
 from playwright.async_api import Browser, Page, async_playwright
 
 from tests.http.restart import RestartableServer, restartable_server
-from tests.http.server import bearer, token
+from tests.http.server import RunnelServer, bearer, token
 from tests.http.support import GUARD_SECONDS, append, create_stream
 
 CHROMIUM = "/usr/bin/chromium"
@@ -95,3 +97,70 @@ async def test_the_viewer_follows_across_a_server_restart(own_server: Restartabl
                                                   "items => items.map(i => i.dataset.stream)")
         assert streams == ["s"]
         await page.screenshot(path=str(Path(own_server.server.log).parent / "viewer.png"))
+
+
+async def publish(api: httpx.AsyncClient, run_id: str, chunks: list[Any], source: str,
+                  attempt: int = 1, index: int = 0) -> None:
+    response = await api.post(f"/runs/{run_id}/streams/s/live",
+                              json={"chunks": chunks, "source": source, "attempt": attempt,
+                                    "index": index})
+    assert response.status_code == 202, response.text
+
+
+async def live_text(page: Page, source: str) -> str | None:
+    """The live text the page shows for `source` (None: no live item for it)."""
+    item = await page.query_selector(f'ol#records li.live[data-source="{source}"] .text')
+    return None if item is None else await item.text_content()
+
+
+async def wait_for_live_text(page: Page, source: str, expected: str) -> None:
+    await page.wait_for_function(
+        "([source, expected]) => { const item = document.querySelector("
+        "`ol#records li.live[data-source=\"${source}\"] .text`);"
+        " return item !== null && item.textContent === expected; }",
+        arg=[source, expected], timeout=GUARD_MS)
+
+
+async def test_the_viewer_replaces_a_steps_live_text_with_its_stored_record(
+        server: RunnelServer, api: httpx.AsyncClient, browser: Browser, run_id: str) -> None:
+    await create_stream(api, run_id)
+    await append(api, run_id, "s", ["start"])
+    page = await browser.new_page(bypass_csp=True)
+    query = urlencode({"token": token(), "run": run_id, "stream": "s"})
+    await page.goto(f"{server.url}/?{query}")
+    await wait_for_count(page, 1)  # following
+
+    await publish(api, run_id, ["Hel", "lo"], "turn-1")
+    await publish(api, run_id, [{"text": "Wor"}], "turn-2")
+    await wait_for_live_text(page, "turn-2", "Wor")
+    assert await live_text(page, "turn-1") == "Hello"
+
+    response = await api.post(f"/runs/{run_id}/streams/s/records", json={"records": [
+        {"payload": {"text": "Hello"}, "idempotency_key": "turn-1"}]})
+    assert response.status_code == 201, response.text
+    await wait_for_count(page, 2)
+    await page.wait_for_function(
+        "document.querySelector('ol#records li.live[data-source=\"turn-1\"]') === null",
+        timeout=GUARD_MS)
+    assert await live_text(page, "turn-2") == "Wor"
+
+    # turn-1 is settled: a straggler is dropped (turn-2's chunk shows it went through).
+    await publish(api, run_id, ["lo!"], "turn-1", index=2)
+    await publish(api, run_id, [{"text": "ld"}], "turn-2", index=1)
+    await wait_for_live_text(page, "turn-2", "World")
+    assert await live_text(page, "turn-1") is None
+
+    # A retry of turn-2 replaces the text of its first attempt; attempt 1 stragglers drop.
+    await publish(api, run_id, ["Earth"], "turn-2", attempt=2)
+    await wait_for_live_text(page, "turn-2", "Earth")
+    await publish(api, run_id, ["!!"], "turn-2", attempt=1, index=2)
+    await publish(api, run_id, ["m"], "marker")
+    await wait_for_live_text(page, "marker", "m")
+    assert await live_text(page, "turn-2") == "Earth"
+    assert await text(page, "live-dropped") == "2"
+
+    # A live item stays where its step started; records are appended in sequence order.
+    shown = await page.eval_on_selector_all(
+        "ol#records li", "items => items.map(i => i.dataset.sequence || i.dataset.source)")
+    assert shown == ["1", "turn-2", "2", "marker"]
+    assert '{"text":"Hello"}' in (await text(page, "records"))
