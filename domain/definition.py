@@ -7,6 +7,7 @@ filled by `build_definition`, so a stored definition is always complete.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -20,6 +21,27 @@ MAX_UNREAD_ITEMS_CEILING = 100_000
 MAX_OPEN_OBJECTS_CEILING = 10_000
 MAX_CONSUMERS = 64
 MAX_CONSUMER_PRINCIPALS = 64
+
+
+def _each(value: Any, check: Callable[[Any], object]) -> Any:
+    """A JSON list as a tuple, each entry checked; anything else is left to type checks."""
+    if isinstance(value, list):
+        value = tuple(value)
+    if isinstance(value, tuple):
+        for entry in value:
+            check(entry)
+    return value
+
+
+def _pointer(entry: Any) -> None:
+    if not isinstance(entry, str):
+        raise ValueError("mask entries must be JSON pointers")
+    parse_pointer(entry)
+
+
+def _principal(entry: Any) -> None:
+    if not isinstance(entry, str) or not 0 < len(entry) <= 256:
+        raise ValueError("principals must be strings of 1-256 chars")
 
 
 class _Pins(BaseModel):
@@ -53,14 +75,7 @@ class RedactionPins(_Pins):
     @field_validator("mask", mode="before")
     @classmethod
     def _pointers(cls, value: Any) -> Any:
-        if isinstance(value, list):
-            value = tuple(value)
-        if isinstance(value, tuple):
-            for pointer in value:
-                if not isinstance(pointer, str):
-                    raise ValueError("mask entries must be JSON pointers")
-                parse_pointer(pointer)
-        return value
+        return _each(value, _pointer)
 
 
 class PlacementPins(_Pins):
@@ -113,13 +128,7 @@ class ConsumerPin(_Pins):
     @field_validator("principals", mode="before")
     @classmethod
     def _principals(cls, value: Any) -> Any:
-        if isinstance(value, list):
-            value = tuple(value)
-        if isinstance(value, tuple):
-            for principal in value:
-                if not isinstance(principal, str) or not 0 < len(principal) <= 256:
-                    raise ValueError("principals must be strings of 1-256 chars")
-        return value
+        return _each(value, _principal)
 
 
 ConsumerDeclaration = str | ConsumerPin
