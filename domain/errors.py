@@ -126,6 +126,12 @@ class EgressDenied(DomainError):
     code = "egress_denied"
 
 
+class RegionFenced(DomainError):
+    """The node's region is fenced (failed over away from): it stores nothing (ADR 0016)."""
+
+    code = "region_fenced"
+
+
 class RunErased(DomainError):
     code = "run_erased"
 

@@ -52,7 +52,7 @@ async def open_backend(settings: Settings) -> AsyncIterator[Backend]:
     if settings.storage == "memory":
         yield memory_backend()
         return
-    async with database_url(settings) as dsn, _postgres_backend(dsn) as backend:
+    async with database_url(settings) as dsn, _postgres_backend(dsn, settings.region) as backend:
         yield backend
 
 
@@ -80,11 +80,12 @@ async def database_url(settings: Settings) -> AsyncIterator[str]:
 
 
 @asynccontextmanager
-async def _postgres_backend(dsn: str) -> AsyncIterator[Backend]:
+async def _postgres_backend(dsn: str, region: str) -> AsyncIterator[Backend]:
+    """Every write of the backend asserts that `region` (the node's) is not fenced."""
     from adapters.postgres import open_postgres
     from adapters.postgres.wait_notify import PostgresNotifyWaitService
 
-    pg = await open_postgres(dsn, migrate=True, listen=True)
+    pg = await open_postgres(dsn, region=region, migrate=True, listen=True)
 
     async def probe() -> None:
         await pg.pool.fetchval("SELECT 1", timeout=READY_TIMEOUT_SECONDS)

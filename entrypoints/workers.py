@@ -9,7 +9,9 @@ sweep is logged and retried on the next tick, never fatal; cancelling the loop
 (shutdown) stops it between or inside sweeps, and every sweep is safe to cut
 short (claims expire, units of work roll back). Work is claimed through the
 ports (leases and row locks in Postgres), so any number of nodes may run the
-same workers.
+same workers. On a node whose region is fenced (ADR 0016) every sweep that would
+write is refused; the loops keep running, say so once, and resume by themselves
+once the region is unfenced.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from application.service import RunnelService
+from domain.errors import RegionFenced
 from entrypoints.settings import Settings
 
 log = logging.getLogger("runnel.workers")
@@ -65,15 +68,25 @@ def workers(service: RunnelService, settings: Settings, me: str) -> tuple[Worker
 
 async def every(worker: Worker) -> None:
     """Run the worker's sweep forever: again at once after a full batch, else after its
-    pause; an error is logged and the loop goes on."""
+    pause; an error is logged and the loop goes on (a fence once, not every tick)."""
+    fenced = False
     while True:
         handled = 0
         try:
             handled = await worker.sweep()
         except asyncio.CancelledError:
             raise
+        except RegionFenced as refusal:
+            if not fenced:
+                log.warning("worker %s: %s; retrying every tick", worker.name, refusal.detail)
+            fenced = True
         except Exception:
             log.exception("worker %s: sweep failed; retrying next tick", worker.name)
+        else:
+            if fenced and handled:  # a sweep with nothing to do may not have met the fence
+                log.info("worker %s: writing again (the region's fence was lifted)",
+                         worker.name)
+                fenced = False
         backlog = worker.batch is not None and handled >= worker.batch
         await asyncio.sleep(0 if backlog else worker.seconds)
 

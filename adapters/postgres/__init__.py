@@ -1,8 +1,9 @@
 """Postgres (asyncpg) adapters for every storage and waking port.
 
-`open_postgres(dsn)` migrates (unless told not to), opens one pool, starts the
-group committer and the process's single LISTEN connection, and returns the
-adapters; `close()` stops them in reverse order.
+`open_postgres(dsn, region=…)` migrates (unless told not to), opens one pool,
+starts the group committer and the process's single LISTEN connection, and
+returns the adapters; `close()` stops them in reverse order. Every write of
+these adapters asserts that `region` (the node's) is not fenced (`fences.py`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from adapters.postgres.store import PostgresStreamStore
 from adapters.postgres.stream_cache import StreamCache
 
 __all__ = ["PostgresAdapters", "migrate", "open_postgres"]
+
+DEFAULT_REGION = "local"
+"""The region of a node that configures none (`RUNNEL_REGION`'s default)."""
 
 # JIT compilation only adds latency to the short statements Runnel runs.
 _SERVER_SETTINGS = {"application_name": "runnel", "jit": "off"}
@@ -50,8 +54,8 @@ class PostgresAdapters:
         await self.pool.close()
 
 
-async def open_postgres(dsn: str, *, migrate: bool = True, listen: bool = True,
-                        pool_size: int = 10, commit_connections: int = 3,
+async def open_postgres(dsn: str, *, region: str = DEFAULT_REGION, migrate: bool = True,
+                        listen: bool = True, pool_size: int = 10, commit_connections: int = 3,
                         max_group: int = 256, listen_dsn: str | None = None,
                         listen_settings: ListenSettings | None = None) -> PostgresAdapters:
     """Connect to `dsn`.
@@ -63,7 +67,8 @@ async def open_postgres(dsn: str, *, migrate: bool = True, listen: bool = True,
       least two more for reads; `max_group` caps the units of work per
       transaction (1 is one transaction per command: for comparisons);
     - `listen_dsn` routes the LISTEN connection differently from the pool (a
-      transaction-pooling proxy such as pgbouncer cannot carry LISTEN).
+      transaction-pooling proxy such as pgbouncer cannot carry LISTEN);
+    - `region` is the node's (`RUNNEL_REGION`): its fence stops every write.
     """
     if migrate:
         from adapters.postgres.migrations import migrate as apply
@@ -76,15 +81,15 @@ async def open_postgres(dsn: str, *, migrate: bool = True, listen: bool = True,
     cache = StreamCache()
     bus = PostgresWakeBus(listen_dsn or dsn, pool, listen_settings)
     committer = GroupCommitter(pool, codec, cache, origin=bus.origin,
-                               on_committed=bus.deliver_committed,
+                               on_committed=bus.deliver_committed, region=region,
                                connections=commit_connections, max_group=max_group)
     adapters = PostgresAdapters(
-        store=PostgresStreamStore(pool, codec, cache, committer),
+        store=PostgresStreamStore(pool, codec, cache, committer, region),
         reader=PostgresRecordReader(pool),
         gaps=PostgresGapEvidence(pool),
         bus=bus,
-        outbox=PostgresDeliveryOutbox(pool),
-        deletions=PostgresDeletionOutbox(pool),
+        outbox=PostgresDeliveryOutbox(pool, region),
+        deletions=PostgresDeletionOutbox(pool, region),
         pool=pool,
     )
     try:

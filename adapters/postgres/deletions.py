@@ -7,7 +7,10 @@ Rules (same as the memory outbox):
   claiming sets `claimed_by` and `lease_until` (`FOR UPDATE SKIP LOCKED`, so
   several workers never wait on or share a row); a dead worker's rows come back
   when its lease expires;
-- completing removes the row; postponing releases the claim until a later time.
+- completing removes the row; postponing releases the claim until a later time;
+- every claim, completion and postponement asserts in its own statement that the
+  node's region is not fenced (`fences.py`): a fenced node claims nothing, so it
+  deletes no body, and settles nothing.
 """
 
 from __future__ import annotations
@@ -18,11 +21,12 @@ from typing import Any
 
 import asyncpg
 
+from adapters.postgres.fences import assert_unfenced, refused_when_fenced
 from adapters.postgres.ids import stream_id
 from application.ports import BodyDeletion
 from domain.identifiers import StreamKey
 
-_CLAIM = """
+_CLAIM = f"""
 WITH due AS (
     SELECT d.id, s.tenant, s.run_id, s.stream_id FROM deletion_outbox AS d
     LEFT JOIN streams AS s ON s.id = d.stream
@@ -36,12 +40,12 @@ WITH due AS (
 UPDATE deletion_outbox AS d
 SET claimed_by = $1, lease_until = $2 + make_interval(secs => $3)
 FROM due
-WHERE d.id = due.id
+WHERE d.id = due.id AND {assert_unfenced("$6")}
 RETURNING d.id, due.tenant, due.run_id, due.stream_id, d.region, d.object_key, d.attempts,
           d.last_error, d.not_before
 """
 
-_CLAIM_BODIES = """
+_CLAIM_BODIES = f"""
 WITH wanted AS (
     SELECT d.id, s.tenant, s.run_id, s.stream_id FROM deletion_outbox AS d
     JOIN unnest($4::text[], $5::text[]) AS b(region, object_key)
@@ -54,24 +58,24 @@ WITH wanted AS (
 UPDATE deletion_outbox AS d
 SET claimed_by = $1, lease_until = $2 + make_interval(secs => $3)
 FROM wanted
-WHERE d.id = wanted.id
+WHERE d.id = wanted.id AND {assert_unfenced("$6")}
 RETURNING d.id, wanted.tenant, wanted.run_id, wanted.stream_id, d.region, d.object_key,
           d.attempts, d.last_error, d.not_before
 """
 
-_COMPLETE = "DELETE FROM deletion_outbox WHERE id = $1"
+_COMPLETE = f"DELETE FROM deletion_outbox WHERE id = $1 AND {assert_unfenced('$2')}"
 
 _IN_FLIGHT = """
 SELECT count(*) FROM deletion_outbox
 WHERE stream = $1 AND claimed_by IS NOT NULL AND lease_until > $2
 """
 
-_POSTPONE = """
+_POSTPONE = f"""
 UPDATE deletion_outbox
 SET not_before = $2, claimed_by = NULL, lease_until = NULL,
     attempts = attempts + CASE WHEN $3::text IS NULL THEN 0 ELSE 1 END,
     last_error = coalesce($3, last_error)
-WHERE id = $1
+WHERE id = $1 AND {assert_unfenced("$4")}
 """
 
 
@@ -85,14 +89,17 @@ def _deletion(row: Mapping[str, Any]) -> BodyDeletion:
 class PostgresDeletionOutbox:
     """Implements `DeletionOutbox`."""
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, region: str) -> None:
         self._pool = pool
+        self._region = region
 
     async def claim(self, worker: str, now: datetime, lease_seconds: float,
                     limit: int, home: str) -> Sequence[BodyDeletion]:
         if limit <= 0:
             return []
-        rows = await self._pool.fetch(_CLAIM, worker, now, float(lease_seconds), limit, home)
+        with refused_when_fenced(self._region):
+            rows = await self._pool.fetch(_CLAIM, worker, now, float(lease_seconds), limit,
+                                          home, self._region)
         ordered = sorted(rows, key=lambda row: (row["not_before"], row["id"]))
         return [_deletion(row) for row in ordered]
 
@@ -100,17 +107,21 @@ class PostgresDeletionOutbox:
                            now: datetime, lease_seconds: float) -> Sequence[BodyDeletion]:
         if not bodies:
             return []
-        rows = await self._pool.fetch(_CLAIM_BODIES, worker, now, float(lease_seconds),
-                                      [region for region, _ in bodies],
-                                      [key for _, key in bodies])
+        with refused_when_fenced(self._region):
+            rows = await self._pool.fetch(_CLAIM_BODIES, worker, now, float(lease_seconds),
+                                          [region for region, _ in bodies],
+                                          [key for _, key in bodies], self._region)
         return [_deletion(row) for row in sorted(rows, key=lambda row: row["id"])]
 
     async def in_flight(self, stream: StreamKey, now: datetime) -> int:
         return int(await self._pool.fetchval(_IN_FLIGHT, stream_id(stream), now))
 
     async def complete(self, deletion_id: str) -> None:
-        await self._pool.execute(_COMPLETE, int(deletion_id))
+        with refused_when_fenced(self._region):
+            await self._pool.execute(_COMPLETE, int(deletion_id), self._region)
 
     async def postpone(self, deletion_id: str, next_attempt_at: datetime,
                        error: str | None = None) -> None:
-        await self._pool.execute(_POSTPONE, int(deletion_id), next_attempt_at, error)
+        with refused_when_fenced(self._region):
+            await self._pool.execute(_POSTPONE, int(deletion_id), next_attempt_at, error,
+                                     self._region)

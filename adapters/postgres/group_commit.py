@@ -36,7 +36,11 @@ Rules:
 - if a locked group's transaction fails, every unit of work accepted in it
   fails with the error (nothing of theirs is stored); units not yet started
   are retried in the next group. An optimistic group that fails wrote
-  nothing: it runs again locked.
+  nothing: it runs again locked;
+- a group that writes while the node's region is fenced (docs/adr/0016) fails
+  in its write statement, wrote nothing, and is not run again: each of its
+  units of work answers `RegionFenced`. Nothing caches the fence, so a fence
+  recorded while a group runs stops that group at its commit.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from typing import Any
 import asyncpg
 
 from adapters.postgres.codec import AggregateCodec
+from adapters.postgres.fences import is_fenced, refusal
 from adapters.postgres.group_writes import GroupWrites, write_statement
 from adapters.postgres.ids import stream_id
 from adapters.postgres.stream_cache import StreamCache
@@ -148,6 +153,8 @@ class GroupCommitStats:
     optimistic_groups: int = 0
     conflicts: int = 0
     """Optimistic groups that found a stream changed by another writer and ran again locked."""
+    fenced_groups: int = 0
+    """Groups refused because the node's region is fenced (nothing of them was written)."""
     recent_sizes: deque[int] = field(default_factory=lambda: deque(maxlen=1024))
 
 
@@ -155,9 +162,10 @@ class GroupCommitter:
     """Runs units of work in shared transactions on `connections` pool connections."""
 
     def __init__(self, pool: asyncpg.Pool, codec: AggregateCodec, cache: StreamCache, *,
-                 origin: str, on_committed: OnCommitted, connections: int = 3,
+                 origin: str, on_committed: OnCommitted, region: str, connections: int = 3,
                  max_group: int = 256, optimistic: bool = True) -> None:
         self._pool = pool
+        self._region = region
         self._cache = cache
         self._origin = origin
         self._on_committed = on_committed
@@ -315,7 +323,7 @@ class GroupCommitter:
                 for stream in streams.values():
                     writes.check(stream)
                     writes.add(stream, self._codec, self._origin)
-                statement, arguments = write_statement(writes)
+                statement, arguments = write_statement(writes, self._region)
                 await connection.execute(statement, *arguments)
         except asyncio.CancelledError:  # the store is closing: whatever was sent, say so
             for request in group:
@@ -324,6 +332,11 @@ class GroupCommitter:
         except NeedsLock:
             return False
         except _DATABASE_ERRORS as error:
+            if is_fenced(error):
+                # Not a conflict: running it again, locked or not, would be fenced too.
+                # The group's own refusals were decided on an unconfirmed state: fenced too.
+                self._fenced(group, error)
+                return True
             if _is_conflict(error):
                 self.stats.conflicts += 1
                 until = time.monotonic() + CONTENDED_SECONDS
@@ -396,7 +409,7 @@ class GroupCommitter:
                 for stream in locked.values():
                     writes.add(stream, self._codec, self._origin)
                 if writes.wakes:
-                    statement, arguments = write_statement(writes)
+                    statement, arguments = write_statement(writes, self._region)
                     await connection.execute(statement, *arguments)
                 if self.before_commit is not None:
                     await self.before_commit()
@@ -407,6 +420,9 @@ class GroupCommitter:
         except Exception as error:
             cause = error.__cause__ if isinstance(error, _GroupPoisoned) else error
             assert cause is not None
+            if is_fenced(cause):
+                self._fenced(group, cause)
+                return
             self.stats.failed_groups += 1
             log.warning("group of %d units of work failed: %r", len(group), cause)
             for request in accepted:
@@ -427,6 +443,14 @@ class GroupCommitter:
         self._committed(group, len(accepted), locked, writes)
         for request in accepted:
             _set(request.committed, request.answer)
+
+    def _fenced(self, group: list[_Request], error: BaseException) -> None:
+        """Answer every unit of work of a group the fence refused (it wrote nothing)."""
+        self.stats.fenced_groups += 1
+        log.debug("group of %d units of work refused: region %s is fenced", len(group),
+                 self._region)
+        for request in group:
+            _fail_request(request, refusal(self._region, error))
 
     async def _lock(self, connection: asyncpg.Connection, group: list[_Request]
                     ) -> dict[StreamKey, LockedStream]:

@@ -3,7 +3,8 @@
 `GroupWrites` gathers, stream by stream, what the accepted units of work of a
 group staged (see `unit_of_work.py`); `write_statement` turns it into a single
 statement of data-modifying CTEs over arrays, then the NOTIFYs, that fails
-unless every stream is still at the version the group decided on.
+unless every stream is still at the version the group decided on and the
+node's region is not fenced (`fences.py`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from uuid import UUID
 
 from adapters.fanout import carried_records
 from adapters.postgres.codec import AggregateCodec
+from adapters.postgres.fences import assert_unfenced
 from adapters.postgres.notifications import WAKE_CHANNEL, encode_wake
 from adapters.postgres.unit_of_work import LockedStream
 from application.ports import StoredRecord, Wake
@@ -211,12 +213,16 @@ _PARTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 
 
-def write_statement(writes: GroupWrites) -> tuple[str, list[Any]]:
-    """The statement and its arguments for everything a group staged.
+def write_statement(writes: GroupWrites, region: str) -> tuple[str, list[Any]]:
+    """The statement and its arguments for everything a group of a node of `region`
+    staged.
 
     It fails with SQLSTATE RN001 (`runnel_write_conflict()`, migration 0003) unless
     every snapshot update found its row at the version the group decided on and
-    every checked stream is still current: then nothing of the group is written.
+    every checked stream is still current, and with RN002 (`runnel_assert_unfenced()`,
+    migration 0008) when it writes anything while `region` is fenced: either way
+    nothing of the group is written. A group that only checks (it changed nothing)
+    is not fenced: it stores nothing.
     """
     ctes: list[str] = []
     arguments: list[Any] = []
@@ -238,6 +244,9 @@ def write_statement(writes: GroupWrites) -> tuple[str, list[Any]]:
     arguments.append(writes.wakes)
     select = (f"SELECT (SELECT count(pg_notify('{WAKE_CHANNEL}', wake)) "
               f"FROM unnest(${len(arguments)}::text[]) AS wake) AS woken")
+    if writes.wakes:
+        arguments.append(region)
+        select += f",\n       {assert_unfenced(f'${len(arguments)}')} AS unfenced"
     if conditions:
         select += (f",\n       CASE WHEN {' AND '.join(conditions)} THEN true "
                    "ELSE runnel_write_conflict() END AS current")

@@ -12,6 +12,9 @@ Rules (creation against erasure):
   statement snapshot, orders the two;
 - a mark therefore commits either before a create looks (which is refused) or
   after that create committed (and the eraser's `list_run` finds its stream).
+
+Creates and erasure marks, like every write, assert in their own statement that
+the node's region is not fenced (`fences.py`): a fenced node stores neither.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from uuid import UUID
 import asyncpg
 
 from adapters.postgres.codec import AggregateCodec
+from adapters.postgres.fences import assert_unfenced, refused_when_fenced
 from adapters.postgres.group_commit import GroupCommitter
 from adapters.postgres.ids import stream_id
 from adapters.postgres.load_coalescing import LoadCoalescer
@@ -40,7 +44,7 @@ T = TypeVar("T")
 
 # One statement, so creation is atomic without a transaction round trip: the row,
 # its Created event and the consumers named by the definition, or nothing.
-_CREATE = """
+_CREATE = f"""
 WITH created AS (
     INSERT INTO streams (id, tenant, run_id, stream_id, definition, snapshot_topic, snapshot,
                          version, head, earliest, total_items, total_bytes, closed,
@@ -59,7 +63,8 @@ WITH created AS (
     WHERE EXISTS (SELECT 1 FROM created)
 )
 SELECT EXISTS (SELECT 1 FROM created) AS created,
-       EXISTS (SELECT 1 FROM erased_runs WHERE tenant = $2 AND run_id = $3) AS run_erased
+       EXISTS (SELECT 1 FROM erased_runs WHERE tenant = $2 AND run_id = $3) AS run_erased,
+       {assert_unfenced("$22")} AS unfenced
 """
 
 _RUN_LOCK_SHARED = "SELECT pg_advisory_xact_lock_shared(hashtextextended($1 || '/' || $2, 0))"
@@ -96,8 +101,9 @@ ORDER BY i.expires_at, s.tenant, s.run_id, s.stream_id, i.id
 LIMIT $2
 """
 
-_MARK_ERASED = """
-INSERT INTO erased_runs (tenant, run_id) VALUES ($1, $2) ON CONFLICT DO NOTHING
+_MARK_ERASED = f"""
+INSERT INTO erased_runs (tenant, run_id) SELECT $1, $2 WHERE {assert_unfenced("$3")}
+ON CONFLICT DO NOTHING
 """
 
 
@@ -106,13 +112,27 @@ class PostgresStreamStore:
     """Implements `StreamStore`."""
 
     def __init__(self, pool: asyncpg.Pool, codec: AggregateCodec, cache: StreamCache,
-                 committer: GroupCommitter) -> None:
+                 committer: GroupCommitter, region: str) -> None:
         self._pool = pool
+        self._region = region
         self._codec = codec
         self.committer = committer
         self._loads = LoadCoalescer(pool, codec, cache)
 
     async def create(self, stream: Stream) -> tuple[Stream, bool]:
+        key = stream.key
+        with refused_when_fenced(self._region):
+            row = await self._insert(stream)
+        if row["run_erased"]:
+            raise RunErased("the run was erased; nothing more is stored")
+        if row["created"]:
+            return stream, True
+        existing = await self.load(key)
+        if existing is None:  # created and erased in between: cannot happen, rows stay
+            raise RuntimeError(f"stream {key.channel_key} vanished during create")
+        return existing, False
+
+    async def _insert(self, stream: Stream) -> asyncpg.Record:
         key = stream.key
         events = self._codec.events(stream.collect_events())
         snapshot = self._codec.snapshot(stream)
@@ -125,15 +145,9 @@ class PostgresStreamStore:
                 stream.total_bytes, stream.closed, stream.legal_hold, stream.erased,
                 stream.created_at, [e.originator_id for e in events],
                 [e.originator_version for e in events], [e.topic for e in events],
-                [e.state for e in events], list(stream.acks))
-        if row["run_erased"]:
-            raise RunErased("the run was erased; nothing more is stored")
-        if row["created"]:
-            return stream, True
-        existing = await self.load(key)
-        if existing is None:  # created and erased in between: cannot happen, rows stay
-            raise RuntimeError(f"stream {key.channel_key} vanished during create")
-        return existing, False
+                [e.state for e in events], list(stream.acks), self._region)
+        assert row is not None
+        return row
 
     def lock(self, key: StreamKey) -> AbstractAsyncContextManager[PostgresSession]:
         return self.committer.unit_of_work(key)
@@ -175,6 +189,7 @@ class PostgresStreamStore:
         return load_intent_row(self._codec, row) if row is not None else None
 
     async def mark_run_erased(self, run: RunKey) -> None:
-        async with self._pool.acquire() as connection, connection.transaction():
-            await connection.execute(_RUN_LOCK, run.tenant, run.run_id)
-            await connection.execute(_MARK_ERASED, run.tenant, run.run_id)
+        with refused_when_fenced(self._region):
+            async with self._pool.acquire() as connection, connection.transaction():
+                await connection.execute(_RUN_LOCK, run.tenant, run.run_id)
+                await connection.execute(_MARK_ERASED, run.tenant, run.run_id, self._region)

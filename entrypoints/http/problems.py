@@ -80,6 +80,7 @@ PROBLEMS: dict[type[Exception], tuple[int, str]] = {
     e.WrongRegion: (421, e.WrongRegion.code),
     e.Backpressure: (429, e.Backpressure.code),
     e.TooManySubscriptions: (429, e.TooManySubscriptions.code),
+    e.RegionFenced: (503, e.RegionFenced.code),
     e.DomainError: (422, e.DomainError.code),
     # The node and the framework.
     HeadersTooLarge: (431, "headers_too_large"),
@@ -162,7 +163,7 @@ def problem_response(request: Request[Any, Any, Any], exc: Exception) -> Respons
     """Litestar's exception handler for every exception class."""
     body = problem_body(exc)
     status = body["status"]
-    if status >= 500 and not isinstance(exc, NotReady):
+    if status >= 500 and not isinstance(exc, NotReady | e.RegionFenced):  # both expected
         log.error("unhandled error on %s %s", request.method, request.scope.get("path_template",
                                                                                 request.url.path),
                   exc_info=exc)

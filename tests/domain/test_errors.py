@@ -28,6 +28,7 @@ SPEC_CODES = {
     "DigestMismatch": "digest_mismatch",
     "SizeMismatch": "size_mismatch",
     "ObjectNotUploaded": "object_not_uploaded",
+    "RegionFenced": "region_fenced",
 }
 
 

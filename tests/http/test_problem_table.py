@@ -21,6 +21,7 @@ SPEC_STATUSES = {
     errors.AckBeyondHead: 400, errors.ConsumerScope: 403, errors.TooLarge: 413,
     errors.EgressDenied: 403, errors.WrongRegion: 421, errors.RunErased: 410,
     errors.ForbiddenContentClass: 422, errors.TooManySubscriptions: 429,
+    errors.RegionFenced: 503,
 }
 
 
