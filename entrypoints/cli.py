@@ -1,4 +1,4 @@
-"""The `runnel` command: serve, worker, migrate, token, tail, version.
+"""The `runnel` command: serve, worker, migrate, fence, unfence, token, tail, version.
 
 Configuration comes from `RUNNEL_*` environment variables (see
 `entrypoints.settings`); flags only choose what this invocation does.
@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import copy
 import os
+import re
 import socket
 import sys
 from importlib.metadata import version
@@ -143,6 +144,53 @@ async def _apply_migrations(settings: Settings) -> list[str]:
         return list(await migrate(dsn))
 
 
+REGION_PATTERN = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+"""What `RUNNEL_REGION` accepts."""
+
+
+def _region(value: str) -> str:
+    if not REGION_PATTERN.match(value):
+        raise argparse.ArgumentTypeError(f"not a region name: {value!r}")
+    return value
+
+
+def _fence(args: argparse.Namespace) -> int:
+    """Record a fence (or lift it); a fence returns once no write of the region commits."""
+    settings = Settings()
+    if settings.storage == "memory":
+        print(f"runnel {args.command}: RUNNEL_STORAGE=memory has no regions to fence",
+              file=sys.stderr)
+        return 2
+    fenced = args.command == "fence"
+    epoch = asyncio.run(_set_fence(settings, args.region, fenced))
+    if epoch is None:
+        print(f"region {args.region} is not fenced")
+    elif fenced:
+        print(f"region {args.region} fenced (epoch {epoch}): its nodes store nothing "
+              f"until `runnel unfence {args.region}`")
+    else:
+        print(f"region {args.region} unfenced (epoch {epoch}): its nodes write again")
+    return 0
+
+
+async def _set_fence(settings: Settings, region: str, fenced: bool) -> int | None:
+    import asyncpg
+
+    from adapters.postgres import migrate
+    from adapters.postgres.fences import fence_region, unfence_region
+
+    async with database_url(settings) as dsn:
+        await migrate(dsn)  # the fence table may be newer than the nodes that run
+        connection = await asyncpg.connect(dsn)
+        try:
+            if fenced:
+                return (await fence_region(connection, region)).epoch
+            lifted = await unfence_region(connection, region)
+            return lifted.epoch if lifted is not None else None
+        finally:
+            await connection.close()
+
+
 def _csv(value: str) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
@@ -192,6 +240,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     commands.add_parser("migrate", help="apply database migrations").set_defaults(
         handler=_migrate)
+
+    fence = commands.add_parser(
+        "fence", help="stop every write of a region's nodes (after failing over away from it)")
+    fence.add_argument("region", type=_region)
+    fence.set_defaults(handler=_fence)
+    unfence = commands.add_parser("unfence", help="let a fenced region's nodes write again")
+    unfence.add_argument("region", type=_region)
+    unfence.set_defaults(handler=_fence)
 
     token = commands.add_parser("token", help="mint a bearer token for local use")
     token.add_argument("--tenant", required=True)

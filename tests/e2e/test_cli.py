@@ -1,4 +1,5 @@
-"""The `runnel` command as a user runs it: token, migrate, and serve on the embedded default."""
+"""The `runnel` command as a user runs it: token, migrate, fence, and serve on the embedded
+default."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import asyncpg
 import httpx
 import psutil
 
@@ -53,6 +55,37 @@ def test_migrate_applies_the_schema_once(tmp_path: Path) -> None:
         assert runnel("migrate", env=env).strip() == "schema is up to date"
     finally:
         run_sync(lambda: drop_database(dsn))
+
+
+def test_fence_and_unfence_record_the_regions_fence_and_count_its_epochs(
+        tmp_path: Path) -> None:
+    dsn = run_sync(lambda: create_database(prefix="runnel_cli"))
+    try:
+        env = {"RUNNEL_DATABASE_URL": dsn, "RUNNEL_DATA_DIR": str(tmp_path)}
+        assert runnel("unfence", "us", env=env).strip() == "region us is not fenced"
+        assert runnel("fence", "us", env=env).startswith("region us fenced (epoch 1)")
+        assert run_sync(lambda: fence_row(dsn, "us")) == (True, 1)
+        assert runnel("unfence", "us", env=env).startswith("region us unfenced (epoch 1)")
+        assert run_sync(lambda: fence_row(dsn, "us")) == (False, 1)
+        assert runnel("fence", "us", env=env).startswith("region us fenced (epoch 2)")
+        assert run_sync(lambda: fence_row(dsn, "us")) == (True, 2)
+        assert run_sync(lambda: fence_row(dsn, "eu")) is None
+        refused = subprocess.run([sys.executable, "-m", "entrypoints.cli", "fence", "no/such"],
+                                 capture_output=True, text=True, cwd=REPO, timeout=120,
+                                 env={**os.environ, **env})
+        assert refused.returncode == 2 and "not a region name" in refused.stderr
+    finally:
+        run_sync(lambda: drop_database(dsn))
+
+
+async def fence_row(dsn: str, region: str) -> tuple[bool, int] | None:
+    connection = await asyncpg.connect(dsn)
+    try:
+        row = await connection.fetchrow(
+            "SELECT fenced, epoch FROM region_fences WHERE region = $1", region)
+    finally:
+        await connection.close()
+    return (row["fenced"], row["epoch"]) if row is not None else None
 
 
 def embedded_postgres_running(data_dir: Path) -> bool:
