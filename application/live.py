@@ -8,10 +8,10 @@ from typing import Any
 
 from application.access import stream_for_writing, stream_key
 from application.node import NodeSettings
-from application.ports import LiveChunk, StreamStore, WakeBus
+from application.ports import LiveDraft, StreamStore, WakeBus
 from domain.errors import InvalidRecord, RunErased, StreamClosed
 from domain.identifiers import StreamKey
-from domain.live_chunk import LiveSequencer, outgoing_chunk
+from domain.live_chunk import outgoing_chunk
 from domain.principal import Principal
 from domain.records import Draft
 from domain.stream import Stream
@@ -21,19 +21,20 @@ MAX_CHUNKS_PER_REQUEST = 1000
 
 class LivePublishing:
     """Publishing never blocks or fails because of readers: a chunk with no reader is
-    dropped, an oversize chunk becomes the truncation marker, and each chunk gets a
-    monotonic `seq` so readers can see what they missed."""
+    dropped, an oversize chunk becomes the truncation marker. The bus gives each chunk
+    its `seq` (ADR 0017); a chunk with a `source` and an explicit `index` has a position,
+    and re-sending that position gets its first `seq`, so readers de-duplicate by `seq`."""
 
-    def __init__(self, store: StreamStore, bus: WakeBus, sequencer: LiveSequencer,
-                 node: NodeSettings) -> None:
+    def __init__(self, store: StreamStore, bus: WakeBus, node: NodeSettings) -> None:
         self._store = store
         self._bus = bus
-        self._sequencer = sequencer
         self._node = node
 
     async def publish(self, principal: Principal, run_id: str, stream_id: str,
                       chunks: Sequence[Any], source: str | None = None,
-                      attempt: int | None = None, first_index: int = 0) -> int:
+                      attempt: int | None = None, first_index: int | None = None) -> int:
+        """`first_index` is the index of the first chunk (the rest count up from it);
+        without it the chunks count from 0 and have no position (each is new)."""
         if not isinstance(chunks, list) or not 0 < len(chunks) <= MAX_CHUNKS_PER_REQUEST:
             raise InvalidRecord(f"chunks must be a list of 1-{MAX_CHUNKS_PER_REQUEST} items")
         if source is not None and (not isinstance(source, str) or not 0 < len(source) <= 128):
@@ -51,16 +52,16 @@ class LivePublishing:
                              drafts: Sequence[Draft]) -> int:
         """The records of a best-effort stream, as live chunks (JSON payloads verbatim,
         bytes as `{content_type, data}` in base64)."""
-        await self._send(key, mask, [live_body(draft) for draft in drafts], None, None, 0)
+        await self._send(key, mask, [live_body(draft) for draft in drafts], None, None, None)
         return len(drafts)
 
     async def _send(self, key: StreamKey, mask: tuple[str, ...], chunks: Sequence[Any],
-                    source: str | None, attempt: int | None, first_index: int) -> None:
+                    source: str | None, attempt: int | None, first_index: int | None) -> None:
+        positioned = source is not None and first_index is not None
         for offset, chunk in enumerate(chunks):
-            await self._bus.publish_live(LiveChunk(
-                stream=key, seq=self._sequencer.next(key.channel_key),
-                data=outgoing_chunk(chunk, mask), source=source, attempt=attempt,
-                index=first_index + offset))
+            await self._bus.publish_live(LiveDraft(
+                stream=key, data=outgoing_chunk(chunk, mask), source=source, attempt=attempt,
+                index=(first_index or 0) + offset, positioned=positioned))
 
 
 def ensure_open(stream: Stream) -> None:

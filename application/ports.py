@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from domain.identifiers import RunKey, StreamKey
+from domain.live_seq import LivePosition
 from domain.object_intent import ObjectIntent
 from domain.records import ObjectRef
 from domain.stream import Stream
@@ -66,7 +67,7 @@ class Wake:
 
 @dataclass(frozen=True)
 class LiveChunk:
-    """A best-effort chunk: stored nowhere, dropped when nobody listens."""
+    """A best-effort chunk as readers get it: stored nowhere, dropped when nobody listens."""
 
     stream: StreamKey
     seq: int
@@ -74,6 +75,31 @@ class LiveChunk:
     source: str | None = None
     attempt: int | None = None
     index: int | None = None
+
+
+@dataclass(frozen=True)
+class LiveDraft:
+    """A live chunk on its way to the bus, which gives it its `seq` (ADR 0017).
+
+    `positioned` says the producer named the chunk's place (a `source` and an explicit
+    `index`): re-sending that place gets the same `seq`. Without it, every chunk is new.
+    """
+
+    stream: StreamKey
+    data: Any
+    source: str | None = None
+    attempt: int | None = None
+    index: int | None = None
+    positioned: bool = False
+
+    @property
+    def position(self) -> LivePosition | None:
+        if not self.positioned or self.source is None or self.index is None:
+            return None
+        return LivePosition(self.source, self.attempt, self.index)
+
+    def numbered(self, seq: int) -> LiveChunk:
+        return LiveChunk(self.stream, seq, self.data, self.source, self.attempt, self.index)
 
 
 @dataclass(frozen=True)
@@ -258,8 +284,13 @@ class WakeBus(Protocol):
         self, key: StreamKey, live: bool = False
     ) -> AbstractAsyncContextManager[WakeSubscription]: ...
 
-    async def publish_live(self, chunk: LiveChunk) -> None:
-        """Best effort: never raises and never waits for readers."""
+    async def publish_live(self, draft: LiveDraft) -> None:
+        """Best effort: never raises and never waits for readers or the database.
+
+        The bus numbers the chunk with its stream's `LiveSeq` at the point that orders
+        chunks for every reader, so each reader, on any node, gets strictly rising
+        `seq` for new chunks and a re-driven position's first `seq` (ADR 0017).
+        """
         ...
 
 

@@ -29,7 +29,6 @@ from application.ports import (
 from application.reading import RecordReading
 from application.reaping import IntentReaper
 from application.retention import RetentionPruner
-from domain.live_chunk import LiveSequencer
 
 
 @dataclass(frozen=True)
@@ -63,8 +62,8 @@ class RunnelService:
     orphans: OrphanSweeper
 
     @classmethod
-    def build(cls, ports: Ports, node: NodeSettings, live_epoch: int) -> RunnelService:
-        live = LivePublishing(ports.store, ports.bus, LiveSequencer(live_epoch), node)
+    def build(cls, ports: Ports, node: NodeSettings) -> RunnelService:
+        live = LivePublishing(ports.store, ports.bus, node)
         appender = Appender(ports.store, ports.bus, ports.clock, node, live)
         deleter = BodyDeleter(ports.deletions, ports.store, ports.objects, ports.clock, node)
         return cls(

@@ -129,7 +129,7 @@ class Bench:
                       wait_service=MemoryWorkflowWaitService(),
                       clock=SystemClock())
         self.adapters = adapters
-        self.service = RunnelService.build(ports, NodeSettings(), live_epoch=1)
+        self.service = RunnelService.build(ports, NodeSettings())
         self.heads: dict[str, int] = {}
 
     async def streams(self, prefix: str, count: int) -> list[str]:

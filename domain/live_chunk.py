@@ -1,10 +1,9 @@
-"""Best-effort live chunks: redaction, the size cap, its truncation marker, and the
-monotonic `seq`."""
+"""Best-effort live chunks: redaction, the size cap and its truncation marker (their
+`seq` is `domain.live_seq`)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from domain.errors import InvalidRecord
@@ -41,27 +40,3 @@ def outgoing_chunk(chunk: Any, mask: tuple[str, ...]) -> Any:
     rides NOTIFY, reaches readers and is stored nowhere, so nothing later could mask it),
     then the size cap, measured on what is actually sent."""
     return cap_chunk(redact(chunk, mask))
-
-
-@dataclass
-class LiveSequencer:
-    """Per-stream monotonic sequence numbers that stay monotonic across restarts.
-
-    The high bits are an epoch fixed when the sequencer starts (the caller
-    passes a value that grows across restarts, e.g. start time in ms); the low
-    20 bits count chunks within the epoch.
-    """
-
-    epoch: int
-    _counters: dict[str, int] | None = None
-    COUNTER_BITS = 20
-
-    def next(self, channel: str) -> int:
-        if self._counters is None:
-            self._counters = {}
-        count = self._counters.get(channel, 0)
-        if count >= 2**self.COUNTER_BITS - 1:
-            self.epoch += 1
-            count = 0
-        self._counters[channel] = count + 1
-        return (self.epoch << self.COUNTER_BITS) | count

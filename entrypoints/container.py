@@ -9,7 +9,6 @@ supplies it to the container, yields the service, and undoes all of it on exit.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
@@ -57,11 +56,6 @@ def node_settings(settings: Settings) -> NodeSettings:
     return settings.node()
 
 
-def live_epoch() -> int:
-    """Live-chunk `seq` numbers start from the boot time in ms, so they grow across restarts."""
-    return int(time.time() * 1000)
-
-
 class Container(containers.DeclarativeContainer):
     settings = providers.Dependency(instance_of=Settings)
     backend = providers.Dependency(instance_of=Backend)
@@ -76,8 +70,7 @@ class Container(containers.DeclarativeContainer):
     """Supplied by `running()` once the wait service is open (see `open_wait_service`),
     metered; None when none is configured (input records stay pending)."""
     ports = providers.Singleton(build_ports, backend, object_store, wait_service, clock, metrics)
-    service = providers.Singleton(RunnelService.build, ports=ports, node=node,
-                                  live_epoch=providers.Callable(live_epoch))
+    service = providers.Singleton(RunnelService.build, ports=ports, node=node)
 
 
 @asynccontextmanager

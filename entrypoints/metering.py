@@ -19,6 +19,7 @@ from application.ports import (
     GapEvidence,
     InputEvent,
     LiveChunk,
+    LiveDraft,
     StreamSession,
     StreamStore,
     Wake,
@@ -120,8 +121,8 @@ class CountingWakeBus:
         async with self._inner.subscribe(key, live) as subscription:
             yield _CountingSubscription(subscription, self._metrics)
 
-    async def publish_live(self, chunk: LiveChunk) -> None:
-        await self._inner.publish_live(chunk)
+    async def publish_live(self, draft: LiveDraft) -> None:
+        await self._inner.publish_live(draft)
 
 
 class CountingDeliveryOutbox:

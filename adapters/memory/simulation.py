@@ -40,5 +40,5 @@ def simulation(node: NodeSettings | None = None, clock: Clock | None = None,
                   outbox=outbox, deletions=store.deletions,
                   wait_service=workflow if delivering else None,
                   clock=clock)
-    service = RunnelService.build(ports, node, live_epoch=1)
+    service = RunnelService.build(ports, node)
     return Simulation(service, store, bus, objects, outbox, store.deletions, workflow, clock)

@@ -4,19 +4,24 @@ Rules:
 - whatever the number of local readers, the process holds one LISTEN
   connection (channels `runnel_wake` and `runnel_live`) and fans every
   notification out through a `FanoutHub`;
-- this process's own commits and live chunks reach its readers directly
-  (right after the COMMIT, as with the memory bus); its listener skips
-  notifications of its own origin, so each wake arrives once;
+- this process's own commits reach its readers directly (right after the
+  COMMIT, as with the memory bus); its listener skips wakes of its own origin,
+  so each wake arrives once;
 - the connection is heart-beaten (`SELECT 1` under a timeout: a half-open TCP
   connection raises nothing by itself) and re-established with backoff when it
   fails or the server ends it; after every (re)connect, once LISTEN is active
   again, every local reader is told to re-read from its cursor
   (`hub.reset_all()`), so notifications lost meanwhile delay but never lose;
 - wakes are only hints: the store sends them with its commit, never before;
-- live chunks are best effort: `publish_live` hands them to local readers and
-  enqueues them for other processes (bounded, dropping when full); a sender
-  task NOTIFYs them in batches, so a producer never waits for, or fails
-  because of, readers or the database.
+- live chunks are best effort: `publish_live` only enqueues them (bounded,
+  dropping when full); a sender task numbers and NOTIFYs them in batches, one
+  transaction each (`live_seq.py`), so a producer never waits for, or fails
+  because of, readers or the database;
+- live chunks reach every reader, local ones too, through the listener, in
+  commit order: that is the order of their `seq` (ADR 0017). A local delivery
+  after our COMMIT could overtake, or be overtaken by, another node's later
+  chunk. A process without a listener hands its own chunks to its readers
+  after the COMMIT (nobody else's reach it anyway).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from typing import Any
 import asyncpg
 
 from adapters.fanout import FanoutHub
+from adapters.postgres.live_seq import number_and_notify
 from adapters.postgres.notifications import (
     LIVE_CHANNEL,
     WAKE_CHANNEL,
@@ -42,15 +48,13 @@ from adapters.postgres.notifications import (
     encode_live,
     split_payload,
 )
-from application.ports import LiveChunk, Wake, WakeSubscription
+from application.ports import LiveDraft, Wake, WakeSubscription
 from domain.identifiers import StreamKey
 
 log = logging.getLogger(__name__)
 
 LISTEN_APPLICATION_NAME = "runnel-listen"
 """How the LISTEN connection shows in `pg_stat_activity`."""
-
-_SEND_LIVE = f"SELECT pg_notify('{LIVE_CHANNEL}', chunk) FROM unnest($1::text[]) AS chunk"
 
 
 @dataclass(frozen=True)
@@ -90,7 +94,7 @@ class PostgresWakeBus:
         self._listening = asyncio.Event()
         self._lost = asyncio.Event()
         self._supervisor: asyncio.Task[None] | None = None
-        self._live: deque[str] = deque()
+        self._live: deque[LiveDraft] = deque()
         self._live_ready = asyncio.Event()
         self._sender: asyncio.Task[None] | None = None
 
@@ -134,17 +138,11 @@ class PostgresWakeBus:
         async with self.hub.subscribe(key, live) as subscription:
             yield subscription
 
-    async def publish_live(self, chunk: LiveChunk) -> None:
-        self.hub.deliver_live(chunk)
-        try:
-            payload = encode_live(chunk, self.origin)
-        except Exception:  # best effort: a chunk we cannot encode is a dropped chunk
-            payload = None
-        if payload is None or len(self._live) >= self._settings.live_queue_limit \
-                or self._sender is None:
+    async def publish_live(self, draft: LiveDraft) -> None:
+        if len(self._live) >= self._settings.live_queue_limit or self._sender is None:
             self.stats.live_dropped += 1
             return
-        self._live.append(payload)
+        self._live.append(draft)
         self._live_ready.set()
 
     def deliver_committed(self, wakes: Sequence[Wake]) -> None:
@@ -212,18 +210,22 @@ class PostgresWakeBus:
             connection.terminate()
 
     def _on_wake(self, _connection: Any, _pid: int, _channel: str, payload: str) -> None:
-        self._dispatch(payload, lambda key, body: self.hub.deliver_wake(decode_wake(key, body)))
+        self._dispatch(payload, lambda key, body: self.hub.deliver_wake(decode_wake(key, body)),
+                       skip_own=True)
 
     def _on_live(self, _connection: Any, _pid: int, _channel: str, payload: str) -> None:
-        self._dispatch(payload, lambda key, body: self.hub.deliver_live(decode_live(key, body)))
+        self._dispatch(payload, lambda key, body: self.hub.deliver_live(decode_live(key, body)),
+                       skip_own=False)
 
-    def _dispatch(self, payload: str, deliver: Callable[[StreamKey, str], None]) -> None:
-        """Hand a notification to this process's readers of its stream; our own were
-        already delivered straight after commit, and nobody listening costs no decode."""
+    def _dispatch(self, payload: str, deliver: Callable[[StreamKey, str], None],
+                  skip_own: bool) -> None:
+        """Hand a notification to this process's readers of its stream; our own wakes
+        were already delivered straight after commit, and nobody listening costs no
+        decode."""
         self.stats.notifications += 1
         try:
             origin, channel_key, body = split_payload(payload)
-            if origin == self.origin:
+            if skip_own and origin == self.origin:
                 return
             key = StreamKey.from_channel_key(channel_key)
             if self.hub.has_readers(key):
@@ -243,10 +245,17 @@ class PostgresWakeBus:
             batch = [self._live.popleft()
                      for _ in range(min(len(self._live), self._settings.live_batch))]
             try:
-                await self._pool.execute(_SEND_LIVE, batch)
-                self.stats.live_sent += len(batch)
+                async with self._pool.acquire() as connection:
+                    chunks, unsent = await number_and_notify(
+                        connection, batch, lambda chunk: encode_live(chunk, self.origin))
+                self.stats.live_sent += len(chunks) - unsent
+                self.stats.live_dropped += unsent
             except asyncio.CancelledError:
                 raise
             except Exception as error:  # best effort: dropped, never raised to producers
                 self.stats.live_dropped += len(batch)
                 log.warning("dropped %d live chunks: %r", len(batch), error)
+                continue
+            if self._supervisor is None:
+                for chunk in chunks:
+                    self.hub.deliver_live(chunk)

@@ -84,7 +84,7 @@ def quiet_simulation(node: NodeSettings) -> QuietSimulation:
     ports = Ports(store=store, reader=store, bus=reader_bus, objects=MemoryObjectStore(),
                   gaps=store, outbox=MemoryDeliveryOutbox(), deletions=store.deletions,
                   wait_service=MemoryWorkflowWaitService(), clock=FakeClock())
-    return QuietSimulation(RunnelService.build(ports, node, live_epoch=1), store, reader_bus)
+    return QuietSimulation(RunnelService.build(ports, node), store, reader_bus)
 
 
 async def next_frame(frames: AsyncIterator[Frame]) -> Frame:

@@ -40,7 +40,7 @@ async def test_history_is_backfilled_in_pages_of_at_most_256() -> None:
         store=store, reader=store, bus=bus, objects=MemoryObjectStore(), gaps=store,
         outbox=MemoryDeliveryOutbox(), deletions=store.deletions,
         wait_service=MemoryWorkflowWaitService(),
-        clock=FakeClock()), NodeSettings(), live_epoch=1)
+        clock=FakeClock()), NodeSettings())
     await service.definitions.create(ALICE, RUN, definition())
     await service.appender.append(ALICE, RUN, "s", [{"payload": n} for n in range(600)])
     follow = await service.follower.open(ALICE, RUN, "s", after=0)

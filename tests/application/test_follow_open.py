@@ -127,8 +127,7 @@ async def test_a_record_committed_just_after_the_history_read_arrives_by_its_wak
     service = RunnelService.build(Ports(
         store=store, reader=reader, bus=bus, objects=MemoryObjectStore(), gaps=store,
         outbox=MemoryDeliveryOutbox(), deletions=store.deletions,
-        wait_service=MemoryWorkflowWaitService(), clock=FakeClock()), NO_KEEPALIVE,
-        live_epoch=1)
+        wait_service=MemoryWorkflowWaitService(), clock=FakeClock()), NO_KEEPALIVE)
     await service.definitions.create(ALICE, RUN, definition())
     await service.appender.append(ALICE, RUN, "s", [{"payload": 1}, {"payload": 2}])
     reader.after_first_read = lambda: service.appender.append(ALICE, RUN, "s", [{"payload": 3}])

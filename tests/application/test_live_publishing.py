@@ -58,6 +58,24 @@ async def test_seq_grows_monotonically_across_publishes() -> None:
     assert seqs == sorted(set(seqs))
 
 
+async def test_a_request_sent_again_with_its_index_gets_the_same_seq_and_one_without_does_not(
+        ) -> None:
+    sim = simulation()
+    await make_stream(sim)
+    turn = {"source": "model_turn", "attempt": 1}
+    async with sim.bus.subscribe(key(), live=True) as subscription:
+        for _ in range(2):  # a retried request: the same positions
+            await sim.service.live.publish(ALICE, RUN, "s", ["Hel", "lo"], **turn, first_index=0)
+        for _ in range(2):  # no index: no position, every chunk is new
+            await sim.service.live.publish(ALICE, RUN, "s", ["x"], **turn)
+        seqs = []
+        for _ in range(6):
+            chunk = await subscription.next(FRAME_TIMEOUT)
+            assert isinstance(chunk, LiveChunk)
+            seqs.append(chunk.seq)
+    assert seqs == [1, 2, 1, 2, 3, 4]
+
+
 async def test_a_chunk_published_with_no_reader_is_dropped_and_the_producer_is_not_failed() -> None:
     sim = simulation()
     await make_stream(sim)

@@ -21,6 +21,7 @@ from application.ports import (
     BodyDeletion,
     Delivery,
     LiveChunk,
+    LiveDraft,
     StoredRecord,
     StreamSession,
     Wake,
@@ -546,18 +547,42 @@ class StorageContract:
     async def test_live_chunks_reach_only_live_subscribers(
             self, harness: StorageHarness) -> None:
         key = await created(harness)
-        chunk = LiveChunk(key, 42, {"token": "hi"}, source="model_turn", attempt=2, index=0)
+        draft = LiveDraft(key, {"token": "hi"}, source="model_turn", attempt=2, index=0,
+                          positioned=True)
         async with harness.bus.subscribe(key, live=True) as live, \
                 harness.bus.subscribe(key) as plain:
-            await harness.bus.publish_live(chunk)
-            assert await live.next(WAKE_TIMEOUT) == chunk
+            await harness.bus.publish_live(draft)
+            chunk = await live.next(WAKE_TIMEOUT)
+            assert isinstance(chunk, LiveChunk) and chunk == draft.numbered(chunk.seq)
             await append(harness, key, [{"payload": 1}])
             assert isinstance(await plain.next(WAKE_TIMEOUT), Wake)  # the chunk never came
+
+    async def test_the_bus_numbers_live_chunks_and_a_re_driven_position_keeps_its_seq(
+            self, harness: StorageHarness) -> None:
+        key = await created(harness)
+        turn = {"source": "model_turn", "attempt": 1, "positioned": True}
+        # The copy differs (content may be non-deterministic): Postgres folds identical
+        # NOTIFYs of one transaction into one, which keep-first would do anyway.
+        drafts = [LiveDraft(key, "a", **turn, index=0), LiveDraft(key, "plain"),
+                  LiveDraft(key, "b", **turn, index=1), LiveDraft(key, "a'", **turn, index=0),
+                  LiveDraft(key, "c", **turn, index=2)]
+        async with harness.bus.subscribe(key, live=True) as live:
+            for draft in drafts:
+                await harness.bus.publish_live(draft)
+            seqs: list[int] = []
+            while len(seqs) < len(drafts):
+                signal = await live.next(WAKE_TIMEOUT)
+                assert signal is not None, seqs
+                if isinstance(signal, LiveChunk):
+                    seqs.append(signal.seq)
+        assert seqs[3] == seqs[0]
+        new = seqs[:3] + seqs[4:]
+        assert new == sorted(set(new))
 
     async def test_publishing_a_live_chunk_without_readers_is_fine(
             self, harness: StorageHarness) -> None:
         key = await created(harness)
-        await harness.bus.publish_live(LiveChunk(key, 1, "nobody listens"))
+        await harness.bus.publish_live(LiveDraft(key, "nobody listens"))
 
     # -- gap evidence ------------------------------------------------------
 

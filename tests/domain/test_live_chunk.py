@@ -1,13 +1,11 @@
-"""Live chunks: the 7000-byte cap with its marker, and the monotonic per-channel `seq`."""
+"""Live chunks: the 7000-byte cap with its marker (their `seq`: test_live_seq.py)."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.live_chunk import LIVE_CHUNK_MAX_BYTES, LiveSequencer, cap_chunk, compact_json
+from domain.live_chunk import LIVE_CHUNK_MAX_BYTES, cap_chunk, compact_json
 
 
 def sized_text(total: int) -> str:
@@ -43,33 +41,3 @@ def test_a_capped_chunk_always_fits_and_is_kept_whenever_it_fits(text: str) -> N
     assert len(compact_json(capped)) <= LIVE_CHUNK_MAX_BYTES
     assert capped == (text if size <= LIVE_CHUNK_MAX_BYTES else {"_truncated": True,
                                                                   "bytes": size})
-
-
-@dataclass
-class TinySequencer(LiveSequencer):
-    """The same sequencer with a 2-bit counter, so the epoch roll-over is reachable."""
-
-    COUNTER_BITS = 2
-
-
-@given(st.integers(0, 2**30), st.lists(st.sampled_from(["a", "b", "c"]), max_size=60))
-def test_seq_is_strictly_increasing_per_channel_even_across_counter_roll_over(
-        epoch: int, channels: list[str]) -> None:
-    sequencer = TinySequencer(epoch)
-    last: dict[str, int] = {}
-    for channel in channels:
-        seq = sequencer.next(channel)
-        assert seq > last.get(channel, -1)
-        last[channel] = seq
-
-
-def test_seq_starts_in_the_epoch_and_counts_per_channel() -> None:
-    sequencer = LiveSequencer(epoch=5)
-    assert [sequencer.next("a"), sequencer.next("a"), sequencer.next("b")] == [
-        5 << 20, (5 << 20) | 1, 5 << 20]
-
-
-def test_a_restarted_sequencer_with_a_later_epoch_continues_above_the_old_one() -> None:
-    before = LiveSequencer(epoch=100)
-    last = [before.next("a") for _ in range(1000)][-1]
-    assert LiveSequencer(epoch=101).next("a") > last

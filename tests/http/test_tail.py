@@ -15,6 +15,7 @@ import httpx
 from entrypoints.tail import tail
 from tests.http.server import RunnelServer, token
 from tests.http.support import GUARD_SECONDS, append, create_stream
+from tests.http.test_live import live_frames, subscribe
 
 ROOT = Path(__file__).parents[2]
 
@@ -102,9 +103,14 @@ async def test_tail_live_prints_live_chunks_beside_the_records(
     await append(api, run_id, "s", ["first"])
     async with running_tail(server, run_id, "s", "--live") as tail_process:
         first = await tail_process.following()  # live chunks included from now on
+        witness = await subscribe(api, run_id, live=True)
         published = await api.post(f"/runs/{run_id}/streams/s/live",
                                    json={"chunks": ["tok", {"t": 1}]})
         assert published.status_code == 202
+        # Chunks reach this server's readers together, through its listener (ADR 0017);
+        # once a witness has them, the close cannot overtake them on the way to the tail.
+        await witness.wait_for(lambda frames: len(live_frames(frames)) >= 2)
+        await witness.stop()
         await append(api, run_id, "s", ["second"])
         await api.post(f"/runs/{run_id}/streams/s/close")
         code, lines, err = await tail_process.finish()

@@ -34,7 +34,7 @@ def service_on(adapters: PostgresAdapters, node: NodeSettings | None = None) -> 
                   outbox=adapters.outbox, deletions=adapters.deletions,
                   wait_service=MemoryWorkflowWaitService(),
                   clock=SystemClock())
-    return RunnelService.build(ports, node or NodeSettings(), live_epoch=os.getpid())
+    return RunnelService.build(ports, node or NodeSettings())
 
 
 def definition(stream_id: str, **pins: Any) -> dict[str, Any]:

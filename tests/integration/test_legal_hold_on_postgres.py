@@ -4,7 +4,6 @@ is released; afterwards the workers' use cases finish the job."""
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import AsyncIterator
 
 import pytest
@@ -45,8 +44,7 @@ async def test_a_hold_stops_pruning_reaping_and_deleting_until_released(
                   objects=objects, gaps=adapters.gaps, outbox=adapters.outbox,
                   deletions=adapters.deletions, wait_service=MemoryWorkflowWaitService(),
                   clock=clock)
-    service = RunnelService.build(ports, NodeSettings(object_intent_ttl_seconds=TTL),
-                                  live_epoch=os.getpid())
+    service = RunnelService.build(ports, NodeSettings(object_intent_ttl_seconds=TTL))
     try:
         await service.definitions.create(WRITER, RUN, definition("s",
                                                                  retention={"max_records": 1}))

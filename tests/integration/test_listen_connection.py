@@ -19,7 +19,7 @@ import pytest
 from adapters.postgres import PostgresAdapters, open_postgres
 from adapters.postgres.bus import LISTEN_APPLICATION_NAME, ListenSettings
 from application.node import NodeSettings
-from application.ports import LiveChunk, Wake
+from application.ports import LiveChunk, LiveDraft, Wake
 from domain.identifiers import StreamKey
 from tests.integration.blackhole_proxy import BlackholeProxy
 from tests.integration.support import (
@@ -103,11 +103,12 @@ async def test_wakes_and_live_chunks_reach_other_processes_once(
                 wake = await subscription.next(DEADLINE)
                 assert isinstance(wake, Wake) and wake.records is not None
                 assert [(r.sequence, r.payload) for r in wake.records] == [(1, "héllo")]
-            chunk = LiveChunk(key, 7, {"token": "hi"}, source="model_turn", attempt=1, index=3)
-            await writer.bus.publish_live(chunk)
-            assert await remote.next(DEADLINE) == chunk
+            draft = LiveDraft(key, {"token": "hi"}, source="model_turn", attempt=1, index=3)
+            await writer.bus.publish_live(draft)
+            # Live chunks reach local readers through the listener too, once (ADR 0017).
+            chunk = await remote.next(DEADLINE)
+            assert isinstance(chunk, LiveChunk) and chunk == draft.numbered(chunk.seq)
             assert await local.next(DEADLINE) == chunk
-            # The writer's own NOTIFY comes back to its listener too: it must be skipped.
             assert await local.next(QUIET) is None
     finally:
         await reader.close()

@@ -34,7 +34,8 @@ class LegalHoldBody(msgspec.Struct, forbid_unknown_fields=True):
 class LiveBody(msgspec.Struct, forbid_unknown_fields=True):
     """`chunks`: 1–1000 JSON values, sent to the readers connected now and stored nowhere;
     optional `source` (1–128 chars), `attempt` (≥ 1) and `index` (of the first chunk;
-    the rest count up from it, default 0)."""
+    the rest count up from it, default 0). With a `source` and an explicit `index`, each
+    chunk has a position: sending it again gets the same `seq` (ADR 0017)."""
 
     chunks: list[Any]
     source: str | None = None

@@ -22,7 +22,9 @@ async def publish_live(
 ) -> Response[dict[str, Any]]:
     """202 `{"accepted": n}`: the chunks went to whoever follows with `?live=true` now.
     Nothing is stored; with no reader they are dropped; a chunk over 7000 serialized
-    bytes arrives as `{"_truncated": true, "bytes": N}`. Readers never slow this down."""
+    bytes arrives as `{"_truncated": true, "bytes": N}`. Readers never slow this down.
+    Every reader of the stream, on any node, sees `seq` rise; a chunk re-sent with the
+    same `source`, `attempt` and explicit `index` carries its first `seq` (ADR 0017)."""
     accepted = await service.live.publish(principal, run_id, stream_id, data.chunks,
-                                          data.source, data.attempt, data.index or 0)
+                                          data.source, data.attempt, data.index)
     return Response({"accepted": accepted}, status_code=202)
