@@ -3,7 +3,9 @@
 1. register for wakes before reading history;
 2. backfill records above the cursor in pages;
 3. follow: on each wake and on each keepalive tick (even without a wake) take
-   the records above the cursor; drop duplicates at the boundary;
+   the records above the cursor; drop duplicates at the boundary. Ticks come
+   once per keepalive interval whatever else arrives, so a lost wake is
+   repaired within one interval even under steady live chunks;
 4. repair: a wake that reveals a gap is served by reading the gap from the
    store first, and the gap is reported as evidence.
 
@@ -13,6 +15,7 @@ reader sees lives here, and is tested with the in-memory bus.
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
@@ -83,6 +86,8 @@ class Follow:
         self._page: RecordPage | None = first_page
         self._head = first_page.head
         self._closed = first_page.closed
+        self._tick_at = 0.0
+        """Loop time of the next keepalive tick: a re-read at least once per interval."""
 
     @property
     def holds_wake_registration(self) -> bool:
@@ -93,6 +98,8 @@ class Follow:
         await self._stack.aclose()
 
     async def frames(self) -> AsyncIterator[Frame]:
+        loop = asyncio.get_running_loop()
+        self._tick_at = loop.time() + self._node.keepalive_seconds
         while True:
             while self._page is not None:
                 page, self._page = self._page, None
@@ -118,8 +125,13 @@ class Follow:
             if self._wakes is None:
                 self._page = await self._read()
                 continue
-            signal = await self._wakes.next(self._node.keepalive_seconds)
+            # The tick keeps its own deadline: a wake or live chunk arriving before it
+            # must not postpone it, or steady chatter would starve the backstop re-read
+            # that repairs a lost wake.
+            remaining = self._tick_at - loop.time()
+            signal = await self._wakes.next(remaining) if remaining > 0 else None
             if signal is None:
+                self._tick_at = loop.time() + self._node.keepalive_seconds
                 yield KeepaliveFrame()
                 self._page = await self._read()
             elif isinstance(signal, LiveChunk):
