@@ -21,6 +21,7 @@ from adapters.postgres.outbox import PostgresDeliveryOutbox
 from adapters.postgres.reader import PostgresRecordReader
 from adapters.postgres.store import PostgresStreamStore
 from adapters.postgres.stream_cache import StreamCache
+from adapters.postgres.subscription_leases import PostgresSubscriptionLeases
 
 __all__ = ["PostgresAdapters", "migrate", "open_postgres"]
 
@@ -42,6 +43,7 @@ class PostgresAdapters:
     bus: PostgresWakeBus
     outbox: PostgresDeliveryOutbox
     deletions: PostgresDeletionOutbox
+    leases: PostgresSubscriptionLeases
     pool: asyncpg.Pool
 
     async def close(self) -> None:
@@ -85,6 +87,7 @@ async def open_postgres(dsn: str, *, migrate: bool = True, listen: bool = True,
         bus=bus,
         outbox=PostgresDeliveryOutbox(pool),
         deletions=PostgresDeletionOutbox(pool),
+        leases=PostgresSubscriptionLeases(pool),
         pool=pool,
     )
     try:
