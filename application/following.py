@@ -3,7 +3,9 @@
 1. register for wakes before reading history;
 2. backfill records above the cursor in pages;
 3. follow: on each wake and on each keepalive tick (even without a wake) take
-   the records above the cursor; drop duplicates at the boundary;
+   the records above the cursor; drop duplicates at the boundary. Ticks come
+   once per keepalive interval whatever else arrives, so a lost wake is
+   repaired within one interval even under steady live chunks;
 4. repair: a wake that reveals a gap is served by reading the gap from the
    store first, and the gap is reported as evidence.
 
@@ -13,7 +15,7 @@ reader sees lives here, and is tested with the in-memory bus.
 
 from __future__ import annotations
 
-from collections import Counter
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -31,8 +33,8 @@ from application.ports import (
     WakeBus,
     WakeSubscription,
 )
+from application.subscription_slots import SubscriptionSlots
 from domain.cursor import check_cursor
-from domain.errors import TooManySubscriptions
 from domain.identifiers import StreamKey
 from domain.principal import Principal
 
@@ -83,6 +85,8 @@ class Follow:
         self._page: RecordPage | None = first_page
         self._head = first_page.head
         self._closed = first_page.closed
+        self._tick_at = 0.0
+        """Loop time of the next keepalive tick: a re-read at least once per interval."""
 
     @property
     def holds_wake_registration(self) -> bool:
@@ -93,6 +97,8 @@ class Follow:
         await self._stack.aclose()
 
     async def frames(self) -> AsyncIterator[Frame]:
+        loop = asyncio.get_running_loop()
+        self._tick_at = loop.time() + self._node.keepalive_seconds
         while True:
             while self._page is not None:
                 page, self._page = self._page, None
@@ -118,8 +124,13 @@ class Follow:
             if self._wakes is None:
                 self._page = await self._read()
                 continue
-            signal = await self._wakes.next(self._node.keepalive_seconds)
+            # The tick keeps its own deadline: a wake or live chunk arriving before it
+            # must not postpone it, or steady chatter would starve the backstop re-read
+            # that repairs a lost wake.
+            remaining = self._tick_at - loop.time()
+            signal = await self._wakes.next(remaining) if remaining > 0 else None
             if signal is None:
+                self._tick_at = loop.time() + self._node.keepalive_seconds
                 yield KeepaliveFrame()
                 self._page = await self._read()
             elif isinstance(signal, LiveChunk):
@@ -153,16 +164,17 @@ class Follow:
 
 class Follower:
     """Opens follows: checks access and the cursor before any frame is produced, so a
-    refused or pruned cursor is an HTTP error, not a broken stream."""
+    refused or pruned cursor is an HTTP error, not a broken stream. Every follow holds one
+    of its principal's subscription slots until it closes (`SubscriptionSlots`)."""
 
     def __init__(self, store: StreamStore, reader: RecordReader, bus: WakeBus, gaps: GapEvidence,
-                 node: NodeSettings) -> None:
+                 node: NodeSettings, slots: SubscriptionSlots) -> None:
         self._store = store
         self._reader = reader
         self._bus = bus
         self._gaps = gaps
         self._node = node
-        self._open_by_principal: Counter[tuple[str, str]] = Counter()
+        self.slots = slots
 
     async def open(self, principal: Principal, run_id: str, stream_id: str, after: int,
                    live: bool = False) -> Follow:
@@ -171,29 +183,26 @@ class Follower:
                                           content=True)
         # A best-effort stream has nothing stored: its readers exist for the live chunks.
         live = live or stream.definition.mode == "best_effort"
-        who = (principal.tenant, principal.sub)
-        if self._open_by_principal[who] >= self._node.max_subscriptions_per_principal:
-            raise TooManySubscriptions("too many concurrent subscriptions for this principal",
-                                       limit=self._node.max_subscriptions_per_principal)
+        lease = await self.slots.take(principal)
         stack = AsyncExitStack()
-        self._open_by_principal[who] += 1
-        stack.callback(self._release, who)
+        stack.push_async_callback(self.slots.release, lease)
         try:
-            wakes: WakeSubscription | None = await stack.enter_async_context(
+            # The registration has a stack of its own: a closed stream gives it back at
+            # once, while the slot stays taken for as long as the follow lives.
+            registration = await stack.enter_async_context(AsyncExitStack())
+            wakes: WakeSubscription | None = await registration.enter_async_context(
                 self._bus.subscribe(key, live))
             page = await self._reader.read_page(key, after, self._node.page_size)
             check_cursor(after, page.earliest, page.head)
             if page.closed:
                 # A closed stream gets nothing new: serve it without a registration.
-                await stack.aclose()
-                stack = AsyncExitStack()
+                await registration.aclose()
                 wakes = None
         except BaseException:
             await stack.aclose()
             raise
         return Follow(key, after, self._reader, self._gaps, self._node, stack, wakes, page)
 
-    def _release(self, who: tuple[str, str]) -> None:
-        self._open_by_principal[who] -= 1
-        if self._open_by_principal[who] <= 0:
-            del self._open_by_principal[who]
+    async def close(self) -> None:
+        """The node is shutting down: stop renewing slots."""
+        await self.slots.close()

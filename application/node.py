@@ -12,6 +12,10 @@ class NodeSettings:
     page_size: int = 256
     object_intent_ttl_seconds: int = 3600
     max_subscriptions_per_principal: int = 100
+    subscription_lease_seconds: float = 60.0
+    """How long a subscription slot outlives its last renewal: a crashed node's slots are free
+    again after at most this long (renewals come every keepalive interval, at most a third
+    of the lease apart)."""
     delivery_lease_seconds: float = 30.0
     delivery_max_attempts: int = 8
     orphan_grace_seconds: int = 3600

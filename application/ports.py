@@ -339,6 +339,32 @@ class GapEvidence(Protocol):
     async def record_gap(self, key: StreamKey, expected: int, received: int) -> None: ...
 
 
+class SubscriptionLeases(Protocol):
+    """Concurrent-subscription slots of each principal, shared by every node on the same
+    storage: one lease per open subscription (ADR 0018).
+
+    - `acquire` takes a slot for the principal `(tenant, sub)` and returns its lease id when
+      fewer than `limit` of that principal's leases are live at `now`, else None. A lease is
+      live while `now < lease_until`; it is taken until `now + lease_seconds`. Acquires for
+      one principal serialize on every node, so acquiring never leaves more than `limit`
+      live leases of it.
+    - `renew` extends each given lease that is still live at `now` to `now + lease_seconds`
+      and returns the ids it extended; a lapsed or released lease is never revived (its slot
+      may be someone else's by now).
+    - `release` frees a slot at once; releasing an unknown or lapsed lease is fine.
+
+    A holder that dies stops renewing: its slots come back when their leases lapse, without
+    anyone cleaning up. `now` is the caller's clock."""
+
+    async def acquire(self, tenant: str, sub: str, limit: int, now: datetime,
+                      lease_seconds: float) -> str | None: ...
+
+    async def renew(self, lease_ids: Sequence[str], now: datetime,
+                    lease_seconds: float) -> Sequence[str]: ...
+
+    async def release(self, lease_id: str) -> None: ...
+
+
 class DeliveryOutbox(Protocol):
     """Input-delivery rows, claimed with a lease so a dead worker's rows are taken over.
     A row is pending until it is completed or dead-lettered (claimed and retrying rows

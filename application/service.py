@@ -23,12 +23,14 @@ from application.ports import (
     ObjectStore,
     RecordReader,
     StreamStore,
+    SubscriptionLeases,
     WakeBus,
     WorkflowWaitService,
 )
 from application.reading import RecordReading
 from application.reaping import IntentReaper
 from application.retention import RetentionPruner
+from application.subscription_slots import SubscriptionSlots
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,8 @@ class Ports:
     wait_service: WorkflowWaitService | None
     """None: no wait service is configured and input records stay pending (ADR 0014)."""
     clock: Clock
+    leases: SubscriptionLeases
+    """Subscription slots, shared by every node on the same storage (ADR 0018)."""
 
 
 @dataclass(frozen=True)
@@ -70,7 +74,8 @@ class RunnelService:
             definitions=StreamDefinitions(ports.store, ports.clock, node),
             appender=appender,
             reading=RecordReading(ports.store, ports.reader, node),
-            follower=Follower(ports.store, ports.reader, ports.bus, ports.gaps, node),
+            follower=Follower(ports.store, ports.reader, ports.bus, ports.gaps, node,
+                              SubscriptionSlots(ports.leases, ports.clock, node)),
             acks=Acknowledger(ports.store, node),
             lifecycle=StreamLifecycle(ports.store, ports.deletions, deleter, ports.clock, node),
             objects=Objects(ports.store, ports.objects, appender, deleter, ports.clock, node),

@@ -127,7 +127,7 @@ class Bench:
                       objects=MemoryObjectStore(("local",)), gaps=adapters.gaps,
                       outbox=adapters.outbox, deletions=adapters.deletions,
                       wait_service=MemoryWorkflowWaitService(),
-                      clock=SystemClock())
+                      clock=SystemClock(), leases=adapters.leases)
         self.adapters = adapters
         self.service = RunnelService.build(ports, NodeSettings())
         self.heads: dict[str, int] = {}

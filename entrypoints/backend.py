@@ -15,12 +15,14 @@ from dataclasses import dataclass
 
 from adapters.memory.bus import MemoryWakeBus
 from adapters.memory.store import MemoryDeliveryOutbox, MemoryStreamStore
+from adapters.memory.subscription_leases import MemorySubscriptionLeases
 from application.ports import (
     DeletionOutbox,
     DeliveryOutbox,
     GapEvidence,
     RecordReader,
     StreamStore,
+    SubscriptionLeases,
     WakeBus,
     WorkflowWaitService,
 )
@@ -37,6 +39,8 @@ class Backend:
     bus: WakeBus
     outbox: DeliveryOutbox
     deletions: DeletionOutbox
+    leases: SubscriptionLeases
+    """Subscription slots: shared by every node on the same database (ADR 0018)."""
     probe: Callable[[], Awaitable[None]]
     """Raises when the store cannot serve (what `/readyz` asks)."""
     notify: Callable[[str], WorkflowWaitService] | None = None
@@ -61,7 +65,8 @@ def memory_backend() -> Backend:
     outbox = MemoryDeliveryOutbox()
     store = MemoryStreamStore(bus, outbox)
     return Backend(store=store, reader=store, gaps=store, bus=bus, outbox=outbox,
-                   deletions=store.deletions, probe=_always_ready)
+                   deletions=store.deletions, leases=MemorySubscriptionLeases(),
+                   probe=_always_ready)
 
 
 @asynccontextmanager
@@ -92,7 +97,8 @@ async def _postgres_backend(dsn: str, region: str) -> AsyncIterator[Backend]:
 
     try:
         yield Backend(store=pg.store, reader=pg.reader, gaps=pg.gaps, bus=pg.bus,
-                      outbox=pg.outbox, deletions=pg.deletions, probe=probe,
+                      outbox=pg.outbox, deletions=pg.deletions, leases=pg.leases,
+                      probe=probe,
                       notify=lambda channel: PostgresNotifyWaitService(pg.pool, channel))
     finally:
         await pg.close()

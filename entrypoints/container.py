@@ -49,6 +49,7 @@ def build_ports(backend: Backend, objects: ObjectStore,
         deletions=backend.deletions,
         wait_service=wait_service,
         clock=clock,
+        leases=backend.leases,
     )
 
 
@@ -90,6 +91,7 @@ async def running(container: Container) -> AsyncIterator[RunnelService]:
         container.wait_service.override(providers.Object(wait_service))
         stack.callback(_forget_backend, container)
         service: RunnelService = container.service()
+        stack.push_async_callback(service.follower.close)
         if settings.workers:
             await stack.enter_async_context(background_workers(service, settings))
         yield service

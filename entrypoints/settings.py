@@ -49,6 +49,10 @@ class Settings(BaseSettings):
     sse_stall_seconds: float = Field(60.0, gt=0)
     """A subscriber taking no frame for this long is disconnected (it resumes losing nothing)."""
     max_subscriptions_per_principal: int = Field(100, gt=0)
+    """Concurrent subscriptions of one principal, counted across every node on the database."""
+    subscription_lease_seconds: float = Field(60.0, gt=0)
+    """How long a subscription slot outlives its node's last renewal: the slots of a node that
+    died are free again after this long (ADR 0018)."""
     max_body_bytes: int = Field(64 * 1024, gt=0)
     """Request body ceiling for every route except append."""
     max_append_body_bytes: int = Field(8 * 1024 * 1024, gt=0)
@@ -125,6 +129,7 @@ class Settings(BaseSettings):
             region=self.region,
             keepalive_seconds=self.keepalive_seconds,
             max_subscriptions_per_principal=self.max_subscriptions_per_principal,
+            subscription_lease_seconds=self.subscription_lease_seconds,
             delivery_lease_seconds=self.delivery_lease_seconds,
             delivery_max_attempts=self.delivery_max_attempts,
             orphan_grace_seconds=self.orphan_grace_seconds,

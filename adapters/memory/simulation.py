@@ -8,6 +8,7 @@ from adapters.memory.bus import MemoryWakeBus
 from adapters.memory.clock import FakeClock
 from adapters.memory.objects import MemoryObjectStore
 from adapters.memory.store import MemoryDeletionOutbox, MemoryDeliveryOutbox, MemoryStreamStore
+from adapters.memory.subscription_leases import MemorySubscriptionLeases
 from adapters.memory.workflow import MemoryWorkflowWaitService
 from application.node import NodeSettings
 from application.ports import Clock
@@ -24,6 +25,7 @@ class Simulation:
     deletions: MemoryDeletionOutbox
     workflow: MemoryWorkflowWaitService
     clock: Clock
+    leases: MemorySubscriptionLeases
 
 
 def simulation(node: NodeSettings | None = None, clock: Clock | None = None,
@@ -36,9 +38,11 @@ def simulation(node: NodeSettings | None = None, clock: Clock | None = None,
     store = MemoryStreamStore(bus, outbox)
     objects = MemoryObjectStore(regions, clock)
     workflow = MemoryWorkflowWaitService()
+    leases = MemorySubscriptionLeases()
     ports = Ports(store=store, reader=store, bus=bus, objects=objects, gaps=store,
                   outbox=outbox, deletions=store.deletions,
                   wait_service=workflow if delivering else None,
-                  clock=clock)
+                  clock=clock, leases=leases)
     service = RunnelService.build(ports, node)
-    return Simulation(service, store, bus, objects, outbox, store.deletions, workflow, clock)
+    return Simulation(service, store, bus, objects, outbox, store.deletions, workflow, clock,
+                      leases)

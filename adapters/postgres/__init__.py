@@ -22,6 +22,7 @@ from adapters.postgres.outbox import PostgresDeliveryOutbox
 from adapters.postgres.reader import PostgresRecordReader
 from adapters.postgres.store import PostgresStreamStore
 from adapters.postgres.stream_cache import StreamCache
+from adapters.postgres.subscription_leases import PostgresSubscriptionLeases
 
 __all__ = ["PostgresAdapters", "migrate", "open_postgres"]
 
@@ -46,6 +47,7 @@ class PostgresAdapters:
     bus: PostgresWakeBus
     outbox: PostgresDeliveryOutbox
     deletions: PostgresDeletionOutbox
+    leases: PostgresSubscriptionLeases
     pool: asyncpg.Pool
 
     async def close(self) -> None:
@@ -90,6 +92,7 @@ async def open_postgres(dsn: str, *, region: str = DEFAULT_REGION, migrate: bool
         bus=bus,
         outbox=PostgresDeliveryOutbox(pool, region),
         deletions=PostgresDeletionOutbox(pool, region),
+        leases=PostgresSubscriptionLeases(pool),
         pool=pool,
     )
     try:

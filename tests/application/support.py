@@ -13,6 +13,7 @@ from adapters.memory.clock import FakeClock
 from adapters.memory.objects import MemoryObjectStore
 from adapters.memory.simulation import Simulation
 from adapters.memory.store import MemoryDeliveryOutbox, MemoryStreamStore
+from adapters.memory.subscription_leases import MemorySubscriptionLeases
 from adapters.memory.workflow import MemoryWorkflowWaitService
 from application.following import Frame, KeepaliveFrame, RecordFrame
 from application.node import NodeSettings
@@ -83,7 +84,8 @@ def quiet_simulation(node: NodeSettings) -> QuietSimulation:
     reader_bus = MemoryWakeBus()
     ports = Ports(store=store, reader=store, bus=reader_bus, objects=MemoryObjectStore(),
                   gaps=store, outbox=MemoryDeliveryOutbox(), deletions=store.deletions,
-                  wait_service=MemoryWorkflowWaitService(), clock=FakeClock())
+                  wait_service=MemoryWorkflowWaitService(), clock=FakeClock(),
+                  leases=MemorySubscriptionLeases())
     return QuietSimulation(RunnelService.build(ports, node), store, reader_bus)
 
 

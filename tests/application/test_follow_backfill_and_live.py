@@ -5,6 +5,7 @@ from adapters.memory.clock import FakeClock
 from adapters.memory.objects import MemoryObjectStore
 from adapters.memory.simulation import simulation
 from adapters.memory.store import MemoryDeliveryOutbox, MemoryStreamStore
+from adapters.memory.subscription_leases import MemorySubscriptionLeases
 from adapters.memory.workflow import MemoryWorkflowWaitService
 from application.node import NodeSettings
 from application.ports import RecordPage
@@ -40,7 +41,7 @@ async def test_history_is_backfilled_in_pages_of_at_most_256() -> None:
         store=store, reader=store, bus=bus, objects=MemoryObjectStore(), gaps=store,
         outbox=MemoryDeliveryOutbox(), deletions=store.deletions,
         wait_service=MemoryWorkflowWaitService(),
-        clock=FakeClock()), NodeSettings())
+        clock=FakeClock(), leases=MemorySubscriptionLeases()), NodeSettings())
     await service.definitions.create(ALICE, RUN, definition())
     await service.appender.append(ALICE, RUN, "s", [{"payload": n} for n in range(600)])
     follow = await service.follower.open(ALICE, RUN, "s", after=0)

@@ -11,10 +11,12 @@ from adapters.memory.clock import FakeClock
 from adapters.memory.objects import MemoryObjectStore
 from adapters.memory.simulation import simulation
 from adapters.memory.store import MemoryDeliveryOutbox, MemoryStreamStore
+from adapters.memory.subscription_leases import MemorySubscriptionLeases
 from adapters.memory.workflow import MemoryWorkflowWaitService
 from application.node import NodeSettings
 from application.ports import RecordPage
 from application.service import Ports, RunnelService
+from application.subscription_slots import SubscriptionSlots
 from domain.errors import CursorPruned, EgressDenied, FutureCursor, TooManySubscriptions
 from domain.identifiers import StreamKey
 from tests.application.support import (
@@ -127,7 +129,8 @@ async def test_a_record_committed_just_after_the_history_read_arrives_by_its_wak
     service = RunnelService.build(Ports(
         store=store, reader=reader, bus=bus, objects=MemoryObjectStore(), gaps=store,
         outbox=MemoryDeliveryOutbox(), deletions=store.deletions,
-        wait_service=MemoryWorkflowWaitService(), clock=FakeClock()), NO_KEEPALIVE)
+        wait_service=MemoryWorkflowWaitService(), clock=FakeClock(),
+        leases=MemorySubscriptionLeases()), NO_KEEPALIVE)
     await service.definitions.create(ALICE, RUN, definition())
     await service.appender.append(ALICE, RUN, "s", [{"payload": 1}, {"payload": 2}])
     reader.after_first_read = lambda: service.appender.append(ALICE, RUN, "s", [{"payload": 3}])
@@ -137,3 +140,46 @@ async def test_a_record_committed_just_after_the_history_read_arrives_by_its_wak
         assert await take_records(follow.frames(), 3) == [1, 2, 3]
     finally:
         await follow.close()
+
+
+async def test_a_follow_of_a_closed_stream_holds_its_slot_until_it_closes() -> None:
+    """The backfill of a closed stream gives its wake registration back at once, and
+    nothing else: the follow still counts against the cap while it serves the history."""
+    sim = simulation(node=NodeSettings(max_subscriptions_per_principal=1))
+    await make_stream(sim)
+    await append_numbers(sim, 1, 3)
+    await sim.service.lifecycle.close(ALICE, RUN, "s")
+    follow = await sim.service.follower.open(ALICE, RUN, "s", after=0)
+    try:
+        assert not follow.holds_wake_registration
+        assert sim.bus.hub.reader_count == 0
+        with pytest.raises(TooManySubscriptions):
+            await sim.service.follower.open(ALICE, RUN, "s", after=0)
+        assert await take_records(follow.frames(), 3) == [1, 2, 3]
+    finally:
+        await follow.close()
+    again = await sim.service.follower.open(ALICE, RUN, "s", after=0)
+    await again.close()
+
+
+async def test_slots_are_renewed_while_held_and_a_dead_nodes_slots_lapse() -> None:
+    """Two nodes on one lease store: a slot lives as long as its node renews it; a node
+    that stops renewing (crashed) loses its slots once their lease has run out."""
+    node = NodeSettings(max_subscriptions_per_principal=1, subscription_lease_seconds=30.0)
+    leases = MemorySubscriptionLeases()
+    clock = FakeClock()
+    node_a = SubscriptionSlots(leases, clock, node)
+    node_b = SubscriptionSlots(leases, clock, node)
+    held = await node_a.take(ALICE)
+    clock.advance(20)
+    await node_a.renew_once()
+    clock.advance(20)
+    with pytest.raises(TooManySubscriptions):
+        await node_b.take(ALICE)
+    # Node A dies here: nobody renews or releases its slot.
+    clock.advance(10)
+    taken = await node_b.take(ALICE)
+    await node_b.release(taken)
+    await node_a.close()
+    assert leases.live(ALICE.tenant, ALICE.sub, clock.now()) == 0
+    assert held not in await leases.renew([held], clock.now(), 30.0)

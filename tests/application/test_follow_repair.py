@@ -1,11 +1,12 @@
 """Following when wakes are duplicated or lost: drop what was seen, read what was missed."""
 
 import asyncio
+import itertools
 
 from adapters.memory.simulation import simulation
-from application.following import Frame, KeepaliveFrame, RecordFrame
+from application.following import Frame, KeepaliveFrame, LiveFrame, RecordFrame
 from application.node import NodeSettings
-from application.ports import Wake
+from application.ports import LiveChunk, Wake
 from tests.application.support import (
     ALICE,
     FRAME_TIMEOUT,
@@ -110,3 +111,36 @@ async def test_every_keepalive_tick_reads_even_when_no_wake_ever_comes() -> None
     record = seen[-1]
     assert isinstance(record, RecordFrame) and record.record.payload == "silent"
     assert all(isinstance(frame, KeepaliveFrame) for frame in seen[:-1])
+
+
+async def test_a_lost_wake_is_repaired_within_a_tick_however_steady_the_live_chunks() -> None:
+    """The backstop re-read keeps its own cadence: live chunks arriving faster than the
+    keepalive interval must not postpone it, or a record whose wake was lost would wait
+    until the chatter stops."""
+    quiet = quiet_simulation(QUICK)
+    await quiet.service.definitions.create(ALICE, RUN, definition())
+    follow = await quiet.service.follower.open(ALICE, RUN, "s", after=0, live=True)
+    frames = follow.frames()
+    seen: list[Frame] = []
+
+    async def chatter() -> None:
+        for seq in itertools.count(1):
+            quiet.reader_bus.hub.deliver_live(LiveChunk(key(), seq, {"token": seq}))
+            await asyncio.sleep(QUICK.keepalive_seconds / 5)
+
+    async def until_record() -> None:
+        while not any(isinstance(frame, RecordFrame) for frame in seen):
+            seen.append(await anext(frames))
+
+    pump = asyncio.create_task(chatter())
+    try:
+        await quiet.service.appender.append(ALICE, RUN, "s", [{"payload": "lost"}])
+        # Twenty keepalive intervals of uninterrupted chatter: far more than one tick needs.
+        await asyncio.wait_for(until_record(), 20 * QUICK.keepalive_seconds)
+    finally:
+        pump.cancel()
+        await follow.close()
+    assert quiet.reader_bus.published_wakes == 0
+    record = seen[-1]
+    assert isinstance(record, RecordFrame) and record.record.payload == "lost"
+    assert any(isinstance(frame, LiveFrame) for frame in seen)

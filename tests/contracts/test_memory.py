@@ -5,10 +5,12 @@ import pytest
 from adapters.memory.bus import MemoryWakeBus
 from adapters.memory.objects import MemoryObjectStore
 from adapters.memory.store import MemoryDeliveryOutbox, MemoryStreamStore
+from adapters.memory.subscription_leases import MemorySubscriptionLeases
 from domain.identifiers import StreamKey
 from tests.contracts.harness import StorageHarness
 from tests.contracts.object_store_contract import ObjectStoreContract
 from tests.contracts.storage_contract import StorageContract
+from tests.contracts.subscription_lease_contract import SubscriptionLeaseContract
 
 
 class TestMemoryStorage(StorageContract):
@@ -30,3 +32,15 @@ class TestMemoryObjects(ObjectStoreContract):
     @pytest.fixture
     def object_store(self) -> MemoryObjectStore:
         return MemoryObjectStore(("local",))
+
+
+class TestMemorySubscriptionLeases(SubscriptionLeaseContract):
+    """One process is the whole memory service: its "other node" is the same adapter."""
+
+    @pytest.fixture
+    def leases(self) -> MemorySubscriptionLeases:
+        return MemorySubscriptionLeases()
+
+    @pytest.fixture
+    def other_node(self, leases: MemorySubscriptionLeases) -> MemorySubscriptionLeases:
+        return leases

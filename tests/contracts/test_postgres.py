@@ -6,12 +6,15 @@ its own tenant and run), and fresh adapters (pool, LISTEN connection) per test.
 
 from collections.abc import AsyncIterator
 
+import asyncpg
 import pytest
 
 from adapters.postgres import open_postgres
+from adapters.postgres.subscription_leases import PostgresSubscriptionLeases
 from domain.identifiers import StreamKey
 from tests.contracts.harness import StorageHarness
 from tests.contracts.storage_contract import StorageContract
+from tests.contracts.subscription_lease_contract import SubscriptionLeaseContract
 from tests.pg import pg_class_dsn, pg_template  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.postgres
@@ -32,3 +35,19 @@ class TestPostgresStorage(StorageContract):
                                  gap_reader=gap_reader, deletions=adapters.deletions)
         finally:
             await adapters.close()
+
+
+class TestPostgresSubscriptionLeases(SubscriptionLeaseContract):
+    """Each "node" has a pool of its own on the one database, as two processes would."""
+
+    @pytest.fixture
+    async def leases(self, pg_class_dsn: str  # noqa: F811
+                     ) -> AsyncIterator[PostgresSubscriptionLeases]:
+        async with asyncpg.create_pool(pg_class_dsn, min_size=1, max_size=4) as pool:
+            yield PostgresSubscriptionLeases(pool)
+
+    @pytest.fixture
+    async def other_node(self, pg_class_dsn: str  # noqa: F811
+                         ) -> AsyncIterator[PostgresSubscriptionLeases]:
+        async with asyncpg.create_pool(pg_class_dsn, min_size=1, max_size=4) as pool:
+            yield PostgresSubscriptionLeases(pool)

@@ -43,7 +43,7 @@ async def test_a_hold_stops_pruning_reaping_and_deleting_until_released(
     ports = Ports(store=adapters.store, reader=adapters.reader, bus=adapters.bus,
                   objects=objects, gaps=adapters.gaps, outbox=adapters.outbox,
                   deletions=adapters.deletions, wait_service=MemoryWorkflowWaitService(),
-                  clock=clock)
+                  clock=clock, leases=adapters.leases)
     service = RunnelService.build(ports, NodeSettings(object_intent_ttl_seconds=TTL))
     try:
         await service.definitions.create(WRITER, RUN, definition("s",
