@@ -25,3 +25,4 @@ def database(pg_template: str) -> Iterator[str]:
 @pytest.fixture
 def run_id() -> str:
     return f"run-{uuid.uuid4().hex[:10]}"
+

@@ -15,6 +15,7 @@ import httpx
 import pytest
 import pytest_asyncio
 
+from tests.e2e.support import clients_of
 from tests.http.server import RunnelServer, bearer, running_server, token
 from tests.http.support import create_stream
 from tests.http.test_live import Frame, Subscriber, live_frames, publish, subscribe
@@ -41,9 +42,8 @@ def client(server: RunnelServer) -> httpx.AsyncClient:
 @pytest_asyncio.fixture
 async def clients(pair: tuple[RunnelServer, RunnelServer]
                   ) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
-    a, b = pair
-    async with client(a) as on_a, client(b) as on_b:
-        yield on_a, on_b
+    async with clients_of(*pair) as both:
+        yield both
 
 
 def seen(frames: list[Frame]) -> list[tuple[int, Any]]:

@@ -19,7 +19,8 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from tests.http.server import RunnelServer, bearer, running_server, token
+from tests.e2e.support import clients_of
+from tests.http.server import RunnelServer, running_server
 from tests.http.support import assert_problem
 
 REPO = Path(__file__).parents[2]
@@ -45,10 +46,8 @@ def nodes(database: str, tmp_path_factory: pytest.TempPathFactory
 @pytest_asyncio.fixture
 async def clients(nodes: tuple[RunnelServer, RunnelServer]
                   ) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
-    us, eu = nodes
-    async with httpx.AsyncClient(base_url=us.api, headers=bearer(token()), timeout=30) as in_us, \
-            httpx.AsyncClient(base_url=eu.api, headers=bearer(token()), timeout=30) as in_eu:
-        yield in_us, in_eu
+    async with clients_of(*nodes) as both:
+        yield both
 
 
 async def runnel(database: str, *args: str) -> str:

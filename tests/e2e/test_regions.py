@@ -9,6 +9,7 @@ import httpx
 import pytest
 import pytest_asyncio
 
+from tests.e2e.support import clients_of
 from tests.http.server import RunnelServer, bearer, running_server, token
 from tests.http.support import assert_problem, has_event, read_events, records_of
 
@@ -28,10 +29,8 @@ def nodes(database: str, tmp_path_factory: pytest.TempPathFactory
 @pytest_asyncio.fixture
 async def clients(nodes: tuple[RunnelServer, RunnelServer]
                   ) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
-    us, eu = nodes
-    async with httpx.AsyncClient(base_url=us.api, headers=bearer(token()), timeout=30) as in_us, \
-            httpx.AsyncClient(base_url=eu.api, headers=bearer(token()), timeout=30) as in_eu:
-        yield in_us, in_eu
+    async with clients_of(*nodes) as both:
+        yield both
 
 
 async def test_writes_only_at_the_metadata_home_and_content_only_through_egress_regions(

@@ -13,6 +13,7 @@ import httpx
 import pytest
 import pytest_asyncio
 
+from tests.e2e.support import clients_of
 from tests.http.server import RunnelServer, bearer, running_server, token
 from tests.http.support import assert_problem, create_stream, wait_for_metric
 
@@ -39,10 +40,8 @@ def pair(database: str, tmp_path_factory: pytest.TempPathFactory
 @pytest_asyncio.fixture
 async def clients(pair: tuple[RunnelServer, RunnelServer]
                   ) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
-    a, b = pair
-    async with httpx.AsyncClient(base_url=a.api, headers=bearer(token()), timeout=30) as on_a, \
-            httpx.AsyncClient(base_url=b.api, headers=bearer(token()), timeout=30) as on_b:
-        yield on_a, on_b
+    async with clients_of(*pair) as both:
+        yield both
 
 
 async def refusal(client: httpx.AsyncClient, url: str) -> httpx.Response | None:

@@ -13,6 +13,7 @@ import psutil
 import pytest
 import pytest_asyncio
 
+from tests.e2e.support import clients_of
 from tests.http.server import RunnelServer, bearer, running_server, token
 from tests.http.support import (
     append,
@@ -42,10 +43,8 @@ def pair(database: str, tmp_path_factory: pytest.TempPathFactory
 @pytest_asyncio.fixture
 async def clients(pair: tuple[RunnelServer, RunnelServer]
                   ) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
-    a, b = pair
-    async with httpx.AsyncClient(base_url=a.api, headers=bearer(token()), timeout=30) as on_a, \
-            httpx.AsyncClient(base_url=b.api, headers=bearer(token()), timeout=30) as on_b:
-        yield on_a, on_b
+    async with clients_of(*pair) as both:
+        yield both
 
 
 async def test_an_append_through_one_node_reaches_a_subscriber_of_the_other(
