@@ -19,8 +19,8 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from tests.e2e.support import clients_of
-from tests.http.server import RunnelServer, running_server
+from tests.e2e.support import clients_of, two_nodes
+from tests.http.server import RunnelServer
 from tests.http.support import assert_problem
 
 REPO = Path(__file__).parents[2]
@@ -37,10 +37,9 @@ def placement(region: str) -> dict[str, object]:
 @pytest.fixture(scope="module")
 def nodes(database: str, tmp_path_factory: pytest.TempPathFactory
           ) -> Iterator[tuple[RunnelServer, RunnelServer]]:
-    env = {"RUNNEL_DATABASE_URL": database, "RUNNEL_STORAGE": "postgres"}
-    with running_server({**env, "RUNNEL_REGION": "us"}, tmp_path_factory.mktemp("us")) as us, \
-            running_server({**env, "RUNNEL_REGION": "eu"}, tmp_path_factory.mktemp("eu")) as eu:
-        yield us, eu
+    with two_nodes(database, tmp_path_factory, {"RUNNEL_REGION": "us"},
+                   {"RUNNEL_REGION": "eu"}) as both:
+        yield both
 
 
 @pytest_asyncio.fixture

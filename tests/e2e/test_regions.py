@@ -9,8 +9,8 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from tests.e2e.support import clients_of
-from tests.http.server import RunnelServer, bearer, running_server, token
+from tests.e2e.support import clients_of, two_nodes
+from tests.http.server import RunnelServer, bearer, token
 from tests.http.support import assert_problem, has_event, read_events, records_of
 
 PLACEMENT = {"metadata_home": "us", "object_regions": ["us"], "client_egress_regions": ["eu"],
@@ -20,10 +20,9 @@ PLACEMENT = {"metadata_home": "us", "object_regions": ["us"], "client_egress_reg
 @pytest.fixture(scope="module")
 def nodes(database: str, tmp_path_factory: pytest.TempPathFactory
           ) -> Iterator[tuple[RunnelServer, RunnelServer]]:
-    env = {"RUNNEL_DATABASE_URL": database, "RUNNEL_STORAGE": "postgres"}
-    with running_server({**env, "RUNNEL_REGION": "us"}, tmp_path_factory.mktemp("us")) as us, \
-            running_server({**env, "RUNNEL_REGION": "eu"}, tmp_path_factory.mktemp("eu")) as eu:
-        yield us, eu
+    with two_nodes(database, tmp_path_factory, {"RUNNEL_REGION": "us"},
+                   {"RUNNEL_REGION": "eu"}) as both:
+        yield both
 
 
 @pytest_asyncio.fixture

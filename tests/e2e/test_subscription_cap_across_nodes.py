@@ -13,7 +13,7 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from tests.e2e.support import clients_of
+from tests.e2e.support import clients_of, two_nodes
 from tests.http.server import RunnelServer, bearer, running_server, token
 from tests.http.support import assert_problem, create_stream, wait_for_metric
 
@@ -31,10 +31,8 @@ ENV = {"RUNNEL_STORAGE": "postgres", "RUNNEL_KEEPALIVE_SECONDS": "1",
 @pytest.fixture(scope="module")
 def pair(database: str, tmp_path_factory: pytest.TempPathFactory
          ) -> Iterator[tuple[RunnelServer, RunnelServer]]:
-    env = {**ENV, "RUNNEL_DATABASE_URL": database}
-    with running_server(env, tmp_path_factory.mktemp("a")) as a, \
-            running_server(env, tmp_path_factory.mktemp("b")) as b:
-        yield a, b
+    with two_nodes(database, tmp_path_factory, ENV, ENV) as both:
+        yield both
 
 
 @pytest_asyncio.fixture

@@ -13,8 +13,8 @@ import psutil
 import pytest
 import pytest_asyncio
 
-from tests.e2e.support import clients_of
-from tests.http.server import RunnelServer, bearer, running_server, token
+from tests.e2e.support import clients_of, two_nodes
+from tests.http.server import RunnelServer, bearer, token
 from tests.http.support import (
     append,
     assert_problem,
@@ -33,11 +33,9 @@ MAX_POOL = 10
 @pytest.fixture(scope="module")
 def pair(database: str, tmp_path_factory: pytest.TempPathFactory
          ) -> Iterator[tuple[RunnelServer, RunnelServer]]:
-    env = {"RUNNEL_DATABASE_URL": database, "RUNNEL_STORAGE": "postgres",
-           "RUNNEL_KEEPALIVE_SECONDS": "1"}
-    with running_server(env, tmp_path_factory.mktemp("a")) as a, \
-            running_server(env, tmp_path_factory.mktemp("b")) as b:
-        yield a, b
+    env = {"RUNNEL_KEEPALIVE_SECONDS": "1"}
+    with two_nodes(database, tmp_path_factory, env, env) as both:
+        yield both
 
 
 @pytest_asyncio.fixture
