@@ -424,9 +424,12 @@ class DeletionOutbox(Protocol):
 
 @dataclass(frozen=True)
 class InputEvent:
-    """What the workflow receives for one input record; `event_id` is deterministic."""
+    """What the workflow receives for one input record. `event_id` is deterministic and
+    derived from the whole stream key, tenant included; `tenant` travels with it, since
+    the same run id in two tenants names two runs (ADR 0022)."""
 
     event_id: str
+    tenant: str
     run_id: str
     stream_id: str
     sequence: int

@@ -17,8 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from application.node import NodeSettings
+from client.webhooks import webhook_key
 
 JWT_SECRET_FILE = "jwt-secret"
+MIN_WEBHOOK_KEY_BYTES = 32
 
 
 class S3RegionSettings(BaseModel):
@@ -35,7 +37,8 @@ class S3RegionSettings(BaseModel):
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="RUNNEL_", extra="ignore", frozen=True)
+    model_config = SettingsConfigDict(env_prefix="RUNNEL_", extra="ignore", frozen=True,
+                                      hide_input_in_errors=True)  # secrets stay out of errors
 
     database_url: str | None = None
     """Postgres DSN; unset → an embedded Postgres under `data_dir`."""
@@ -69,6 +72,10 @@ class Settings(BaseSettings):
     process (`storage=memory` only). Unset → `memory` with `storage=memory`, else `none`
     (ADR 0014)."""
     webhook_url: str | None = None
+    webhook_secret: SecretStr | None = None
+    """The key every webhook is signed with (HMAC-SHA256, Standard Webhooks): at least
+    32 bytes, `whsec_<base64>` or plain text; required with `wait_service=webhook`
+    (ADR 0022)."""
     notify_channel: str = Field("runnel_input_events", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
     delivery_lease_seconds: float = Field(30.0, gt=0)
     """How long a worker's claim on an outbox row lasts; a dead worker's rows are taken over
@@ -92,11 +99,26 @@ class Settings(BaseSettings):
     def _empty_is_unset(cls, value: object) -> object:
         return None if value == "" else value
 
+    @field_validator("webhook_secret")
+    @classmethod
+    def _webhook_key_is_long_enough(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(webhook_key(value.get_secret_value())) \
+                < MIN_WEBHOOK_KEY_BYTES:
+            raise ValueError(f"must be at least {MIN_WEBHOOK_KEY_BYTES} bytes (decoded, for "
+                             "whsec_<base64>); generate one with: python -c \"import base64, "
+                             "secrets; print('whsec_' + base64.b64encode(secrets.token_bytes"
+                             "(32)).decode())\"")
+        return value
+
     @model_validator(mode="after")
     def _wait_service_fits(self) -> Settings:
         kind = self.wait_service_kind()
         if kind == "webhook" and not self.webhook_url:
             raise ValueError("RUNNEL_WAIT_SERVICE=webhook needs RUNNEL_WEBHOOK_URL")
+        if kind == "webhook" and self.webhook_secret is None:
+            raise ValueError("RUNNEL_WAIT_SERVICE=webhook needs RUNNEL_WEBHOOK_SECRET, the "
+                             f"key its requests are signed with (at least "
+                             f"{MIN_WEBHOOK_KEY_BYTES} bytes)")
         if kind == "notify" and self.storage != "postgres":
             raise ValueError("RUNNEL_WAIT_SERVICE=notify needs RUNNEL_STORAGE=postgres")
         if kind == "memory" and self.storage != "memory":

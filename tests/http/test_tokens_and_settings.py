@@ -90,6 +90,7 @@ def test_the_wait_service_defaults_to_none_with_postgres_and_memory_in_memory(
     assert Settings(storage="memory").wait_service_kind() == "none"
     monkeypatch.setenv("RUNNEL_WAIT_SERVICE", "webhook")
     monkeypatch.setenv("RUNNEL_WEBHOOK_URL", "http://127.0.0.1:9/hook")
+    monkeypatch.setenv("RUNNEL_WEBHOOK_SECRET", "s" * 32)
     assert Settings().wait_service_kind() == "webhook"
 
 
