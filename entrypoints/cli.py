@@ -83,7 +83,8 @@ def _inputs(settings: Settings) -> str:
     """What happens to input records, by `RUNNEL_WAIT_SERVICE` (ADR 0014)."""
     kind = settings.wait_service_kind()
     if kind == "webhook":
-        return f"are delivered to the webhook at {settings.webhook_url} (2xx = delivered)"
+        return (f"are delivered to the webhook at {settings.webhook_url}, signed with "
+                "RUNNEL_WEBHOOK_SECRET (2xx = delivered)")
     if kind == "notify":
         return (f"are published as NOTIFY on {settings.notify_channel!r} (only sessions "
                 "listening at that moment receive them)")
