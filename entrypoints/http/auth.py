@@ -41,6 +41,11 @@ class Authenticator:
         self._url_keys = url_keys
         self.revoked = revoked or RevocationList()
 
+    def __deepcopy__(self, _memo: dict[int, Any]) -> Authenticator:
+        """Litestar deep-copies the dependencies it is given, bound methods with their
+        instance; every copy must consult the one revoked-token list and key set."""
+        return self
+
     @classmethod
     def from_settings(cls, settings: Settings) -> Authenticator:
         """Raises `ConfigurationError` for a JWKS file that cannot be used."""

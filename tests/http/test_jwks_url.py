@@ -4,51 +4,17 @@ and no request ever waits on the fetch (ADR 0024). The issuer is a real local HT
 from __future__ import annotations
 
 import asyncio
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import pytest
 
 from domain.errors import Unauthenticated
 from entrypoints.jwks import CachedUrlKeys
 from entrypoints.tokens import TokenPolicy, TokenVerifier
-from tests.http.token_keys import claims, ed25519_key, jwks, rsa_key
+from tests.http.token_keys import Issuer, claims, ed25519_key, jwks, rsa_key
 
 POLICY = TokenPolicy(algorithms=("RS256", "EdDSA"))
 DEADLINE_SECONDS = 30.0
-
-
-class Issuer:
-    """Serves `document` at /jwks.json and counts the GETs."""
-
-    def __init__(self, document: dict[str, Any]) -> None:
-        self.document = document
-        self.fetches = 0
-        issuer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                issuer.fetches += 1
-                body = json.dumps(issuer.document).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *_: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_port}/jwks.json"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
 
 @pytest.fixture

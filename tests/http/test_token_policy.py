@@ -3,9 +3,6 @@ RS256/EdDSA against a JWKS with no algorithm confusion (ADR 0024)."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
 import time
 from pathlib import Path
 
@@ -16,7 +13,14 @@ from domain.errors import Unauthenticated
 from entrypoints.jwks import StaticKeys, parse_jwks
 from entrypoints.settings import ConfigurationError
 from entrypoints.tokens import TokenPolicy, TokenVerifier, mint_token, verify_token
-from tests.http.token_keys import claims, ed25519_key, jwks, rsa_key, write_jwks
+from tests.http.token_keys import (
+    claims,
+    ed25519_key,
+    hmac_signed,
+    jwks,
+    rsa_key,
+    write_jwks,
+)
 
 SECRET = "policy-secret-0123456789abcdef0123456789"
 RSA = rsa_key()
@@ -27,16 +31,6 @@ ASYMMETRIC = TokenPolicy(algorithms=("RS256", "EdDSA"))
 
 def hs256(**overrides: object) -> str:
     return jwt.encode(claims(**overrides), SECRET, algorithm="HS256")
-
-
-def hmac_signed(payload: dict[str, object], key: bytes, header: dict[str, str]) -> str:
-    """A JWS signed by hand: PyJWT itself refuses a PEM as an HMAC secret."""
-    def part(value: dict[str, object]) -> str:
-        return jwt.utils.base64url_encode(json.dumps(value).encode()).decode()
-
-    signing_input = f"{part(header)}.{part(payload)}"
-    digest = hmac.new(key, signing_input.encode(), hashlib.sha256).digest()
-    return f"{signing_input}.{jwt.utils.base64url_encode(digest).decode()}"
 
 
 def refusal(verifier: TokenVerifier, token: str) -> str:
