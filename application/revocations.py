@@ -5,7 +5,7 @@ Rules (ADR 0024):
 - the copy is read whole (`RevokedTokens.active`) before the node serves, then every
   `refresh_seconds`, and at once after each ring of the port's doorbell (a revocation
   committed on any node): across nodes a revocation takes effect within one read after
-  its NOTIFY, and within `refresh_seconds` plus one read when the NOTIFY is lost;
+  its ring, and within `refresh_seconds` plus one read when the ring is lost;
 - a failed read keeps the last copy and is retried at the next interval or ring;
 - the copy holds only unexpired revocations (the port returns no others), so it stays
   as small as the tokens revoked during one maximum token lifetime.
