@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from adapters.memory.bus import MemoryWakeBus
+from adapters.memory.revoked_tokens import MemoryRevokedTokens
 from adapters.memory.store import MemoryDeliveryOutbox, MemoryStreamStore
 from adapters.memory.subscription_leases import MemorySubscriptionLeases
 from application.ports import (
@@ -21,6 +22,7 @@ from application.ports import (
     DeliveryOutbox,
     GapEvidence,
     RecordReader,
+    RevokedTokens,
     StreamStore,
     SubscriptionLeases,
     WakeBus,
@@ -41,6 +43,8 @@ class Backend:
     deletions: DeletionOutbox
     leases: SubscriptionLeases
     """Subscription slots: shared by every node on the same database (ADR 0018)."""
+    revoked: RevokedTokens
+    """The revoked-token list: shared by every node on the same database (ADR 0024)."""
     probe: Callable[[], Awaitable[None]]
     """Raises when the store cannot serve (what `/readyz` asks)."""
     notify: Callable[[str], WorkflowWaitService] | None = None
@@ -66,7 +70,7 @@ def memory_backend() -> Backend:
     store = MemoryStreamStore(bus, outbox)
     return Backend(store=store, reader=store, gaps=store, bus=bus, outbox=outbox,
                    deletions=store.deletions, leases=MemorySubscriptionLeases(),
-                   probe=_always_ready)
+                   revoked=MemoryRevokedTokens(), probe=_always_ready)
 
 
 @asynccontextmanager
@@ -98,7 +102,7 @@ async def _postgres_backend(dsn: str, region: str) -> AsyncIterator[Backend]:
     try:
         yield Backend(store=pg.store, reader=pg.reader, gaps=pg.gaps, bus=pg.bus,
                       outbox=pg.outbox, deletions=pg.deletions, leases=pg.leases,
-                      probe=probe,
+                      revoked=pg.revoked, probe=probe,
                       notify=lambda channel: PostgresNotifyWaitService(pg.pool, channel))
     finally:
         await pg.close()

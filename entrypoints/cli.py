@@ -1,4 +1,4 @@
-"""The `runnel` command: serve, worker, migrate, fence, unfence, token, tail, version.
+"""The `runnel` command: serve, worker, migrate, fence, unfence, token, revoke, tail, version.
 
 Configuration comes from `RUNNEL_*` environment variables (see
 `entrypoints.settings`); flags only choose what this invocation does.
@@ -23,7 +23,7 @@ from uvicorn.config import LOGGING_CONFIG
 from application.views import API_PREFIX
 from entrypoints.backend import database_url
 from entrypoints.log_ids import LogIds, ScrubIds
-from entrypoints.settings import Settings
+from entrypoints.settings import ConfigurationError, Settings
 from entrypoints.tokens import mint_token
 
 DEV_TENANT = "dev"
@@ -60,8 +60,10 @@ class _Server(uvicorn.Server):
 
 def _banner(settings: Settings, host: str, port: int) -> str:
     url = f"http://{host}:{port}"
+    ttl = min(DEV_TOKEN_TTL_SECONDS, settings.max_token_lifetime_seconds)
     token = mint_token(settings.resolved_jwt_secret(), tenant=DEV_TENANT, sub=DEV_SUBJECT,
-                       scopes=DEV_SCOPES, ttl_seconds=DEV_TOKEN_TTL_SECONDS)
+                       scopes=DEV_SCOPES, ttl_seconds=ttl, issuer=settings.jwt_issuer,
+                       audience=settings.jwt_audience)
     storage = ("in memory (nothing survives exit)" if settings.storage == "memory"
                else "Postgres at RUNNEL_DATABASE_URL" if settings.database_url
                else f"embedded Postgres under {settings.data_dir.resolve()}")
@@ -73,7 +75,7 @@ def _banner(settings: Settings, host: str, port: int) -> str:
            "delivers with its own RUNNEL_WAIT_SERVICE)"),
         f"  API docs:  {url}/schema  (OpenAPI: {url}/schema/openapi.json)",
         f"  dev token: tenant {DEV_TENANT!r}, sub {DEV_SUBJECT!r}, scopes {', '.join(DEV_SCOPES)},"
-        f" valid {DEV_TOKEN_TTL_SECONDS // 3600} h",
+        + (f" valid {ttl // 3600} h" if ttl >= 3600 else f" valid {ttl} s"),
         f"  export RUNNEL_TOKEN={token}",
         f'  curl -H "Authorization: Bearer $RUNNEL_TOKEN" {url}{API_PREFIX}/runs/demo/streams',
     ])
@@ -198,11 +200,23 @@ def _csv(value: str) -> list[str]:
 
 def _token(args: argparse.Namespace) -> int:
     settings = Settings()
+    limit = settings.max_token_lifetime_seconds
+    if not 0 < args.ttl <= limit:
+        print(f"runnel token: --ttl must be 1 to {limit} seconds "
+              "(RUNNEL_MAX_TOKEN_LIFETIME_SECONDS)", file=sys.stderr)
+        return 2
     print(mint_token(settings.resolved_jwt_secret(), tenant=args.tenant, sub=args.sub,
                      scopes=_csv(args.scopes),
                      runs=_csv(args.runs) if args.runs is not None else None,
-                     ttl_seconds=args.ttl))
+                     ttl_seconds=args.ttl, issuer=settings.jwt_issuer,
+                     audience=settings.jwt_audience))
     return 0
+
+
+def _revoke(args: argparse.Namespace) -> int:
+    from entrypoints.revoke import revoke
+
+    return revoke(Settings(), args.jti, args.tenant, args.expires_at)
 
 
 def _log_id(args: argparse.Namespace) -> int:
@@ -259,6 +273,15 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--ttl", type=int, default=3600, help="seconds until expiry")
     token.set_defaults(handler=_token)
 
+    revoke = commands.add_parser(
+        "revoke", help="refuse a token by its jti on every node (within seconds)")
+    revoke.add_argument("jti", help="the token's jti claim")
+    revoke.add_argument("--tenant", help="only the token of this tenant (default: any tenant)")
+    revoke.add_argument("--expires-at", metavar="ISO-8601",
+                        help="when the token expires anyway, e.g. 2026-12-01T18:00:00Z "
+                             "(default: now + RUNNEL_MAX_TOKEN_LIFETIME_SECONDS)")
+    revoke.set_defaults(handler=_revoke)
+
     log_id = commands.add_parser("log-id", help="print the pseudonyms logs use for ids")
     log_id.add_argument("run")
     log_id.add_argument("stream", nargs="?")
@@ -281,12 +304,24 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except ValidationError as error:  # a RUNNEL_* variable: say which, without a traceback
+        problems = [_setting_problem(problem) for problem in error.errors()]
+        if len(problems) == 1:
+            print(f"runnel {args.command}: invalid configuration: {problems[0]}",
+                  file=sys.stderr)
+            return 2
         print(f"runnel {args.command}: invalid configuration", file=sys.stderr)
-        for problem in error.errors():
-            where = ".".join(str(part) for part in problem["loc"])
-            name = f"RUNNEL_{where.upper()}: " if where else ""
-            print(f"  {name}{problem['msg']}", file=sys.stderr)
+        for line in problems:
+            print(f"  {line}", file=sys.stderr)
         return 2
+    except ConfigurationError as error:
+        print(f"runnel {args.command}: invalid configuration: {error}", file=sys.stderr)
+        return 2
+
+
+def _setting_problem(problem: Any) -> str:
+    where = ".".join(str(part) for part in problem["loc"])
+    name = f"RUNNEL_{where.upper()}: " if where else ""
+    return name + str(problem["msg"]).removeprefix("Value error, ")
 
 
 if __name__ == "__main__":

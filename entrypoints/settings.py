@@ -21,6 +21,13 @@ from client.webhooks import webhook_key
 
 JWT_SECRET_FILE = "jwt-secret"
 MIN_WEBHOOK_KEY_BYTES = 32
+MIN_JWT_SECRET_BYTES = 32
+"""HS256 keys shorter than this are guessable offline from one token (RFC 7518 §3.2)."""
+
+
+class ConfigurationError(ValueError):
+    """A setting that cannot work, found after the settings were read (the CLI prints the
+    message as one line and exits 2)."""
 
 
 class S3RegionSettings(BaseModel):
@@ -47,6 +54,27 @@ class Settings(BaseSettings):
     data_dir: Path = Path(".runnel")
     region: str = Field("local", pattern=r"^[A-Za-z0-9._:-]{1,128}$")
     jwt_secret: SecretStr | None = None
+    """HS256 key for local use, at least 32 bytes; unset → one generated in `data_dir`."""
+    jwt_algorithms: tuple[Literal["HS256", "RS256", "EdDSA"], ...] = ()
+    """Token algorithms accepted (JSON list); empty → `["RS256", "EdDSA"]` with a JWKS,
+    else `["HS256"]`. HS256 tokens are checked only with the secret, the others only
+    with a key of the JWKS whose algorithm matches (ADR 0024)."""
+    jwt_jwks_file: Path | None = None
+    """A JWKS (JSON) with the public keys of the token issuer, read at start."""
+    jwt_jwks_url: str | None = None
+    """A JWKS URL, fetched at start and every `jwt_jwks_cache_seconds`, and again (at most
+    once per `jwt_jwks_min_refresh_seconds`) when a token names an unknown `kid`."""
+    jwt_jwks_cache_seconds: float = Field(300.0, gt=0)
+    jwt_jwks_min_refresh_seconds: float = Field(10.0, gt=0)
+    jwt_issuer: str | None = None
+    """When set, every token must carry this `iss` (and `runnel token` sets it)."""
+    jwt_audience: str | None = None
+    """When set, every token must carry this `aud` (and `runnel token` sets it)."""
+    max_token_lifetime_seconds: int = Field(24 * 3600, gt=0)
+    """No token lives longer: `exp - iat` (or, without `iat`, `exp - now`) above it is 401,
+    and `runnel token --ttl` refuses more."""
+    revocation_refresh_seconds: float = Field(5.0, gt=0)
+    """How often a node re-reads the revoked-token list (a NOTIFY makes it sooner)."""
     keepalive_seconds: float = Field(15.0, gt=0)
     sweep_seconds: float = Field(5.0, gt=0)
     sse_stall_seconds: float = Field(60.0, gt=0)
@@ -94,6 +122,14 @@ class Settings(BaseSettings):
     object_regions: tuple[str, ...] = ()
     """Regions the `fs`/`memory` store serves (JSON list); empty → the node's own region."""
 
+    @field_validator("jwt_secret")
+    @classmethod
+    def _secret_long_enough(cls, value: SecretStr | None) -> SecretStr | None:
+        problem = None if value is None else secret_problem(value.get_secret_value())
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
     @field_validator("wait_service", mode="before")
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:
@@ -126,6 +162,26 @@ class Settings(BaseSettings):
                              "records would be marked delivered into a list in one process; "
                              "use webhook or notify, or none to keep them pending")
         return self
+
+    @model_validator(mode="after")
+    def _token_keys_fit(self) -> Settings:
+        if self.jwt_jwks_file is not None and self.jwt_jwks_url is not None:
+            raise ValueError("set RUNNEL_JWT_JWKS_FILE or RUNNEL_JWT_JWKS_URL, not both")
+        if self.jwt_jwks_url is not None and not self.jwt_jwks_url.startswith(
+                ("https://", "http://")):
+            raise ValueError("RUNNEL_JWT_JWKS_URL must be an http(s) URL")
+        has_jwks = self.jwt_jwks_file is not None or self.jwt_jwks_url is not None
+        if not has_jwks and set(self.token_algorithms()) - {"HS256"}:
+            raise ValueError("RUNNEL_JWT_ALGORITHMS lists RS256 or EdDSA, which need "
+                             "RUNNEL_JWT_JWKS_FILE or RUNNEL_JWT_JWKS_URL")
+        return self
+
+    def token_algorithms(self) -> tuple[str, ...]:
+        if self.jwt_algorithms:
+            return tuple(dict.fromkeys(self.jwt_algorithms))
+        if self.jwt_jwks_file is not None or self.jwt_jwks_url is not None:
+            return ("RS256", "EdDSA")
+        return ("HS256",)
 
     def wait_service_kind(self) -> Literal["none", "webhook", "notify", "memory"]:
         if self.wait_service is not None:
@@ -161,7 +217,20 @@ class Settings(BaseSettings):
         """The configured secret, or the node-local one (created on first use, mode 0600)."""
         if self.jwt_secret is not None:
             return self.jwt_secret.get_secret_value()
-        return local_jwt_secret(self.data_dir)
+        secret = local_jwt_secret(self.data_dir)
+        problem = secret_problem(secret)
+        if problem is not None:
+            raise ConfigurationError(f"{self.data_dir / JWT_SECRET_FILE}: {problem}")
+        return secret
+
+
+def secret_problem(secret: str) -> str | None:
+    """Why `secret` cannot sign tokens, or None."""
+    size = len(secret.encode())
+    if size >= MIN_JWT_SECRET_BYTES:
+        return None
+    return (f"must be at least {MIN_JWT_SECRET_BYTES} bytes, not {size} (make one with "
+            "`python3 -c 'import secrets; print(secrets.token_urlsafe(48))'`)")
 
 
 def local_jwt_secret(data_dir: Path) -> str:

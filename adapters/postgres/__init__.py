@@ -20,6 +20,7 @@ from adapters.postgres.group_commit import GroupCommitter
 from adapters.postgres.migrations import migrate
 from adapters.postgres.outbox import PostgresDeliveryOutbox
 from adapters.postgres.reader import PostgresRecordReader
+from adapters.postgres.revoked_tokens import REVOKED_CHANNEL, PostgresRevokedTokens
 from adapters.postgres.store import PostgresStreamStore
 from adapters.postgres.stream_cache import StreamCache
 from adapters.postgres.subscription_leases import PostgresSubscriptionLeases
@@ -48,6 +49,7 @@ class PostgresAdapters:
     outbox: PostgresDeliveryOutbox
     deletions: PostgresDeletionOutbox
     leases: PostgresSubscriptionLeases
+    revoked: PostgresRevokedTokens
     pool: asyncpg.Pool
 
     async def close(self) -> None:
@@ -81,7 +83,9 @@ async def open_postgres(dsn: str, *, region: str = DEFAULT_REGION, migrate: bool
                                      server_settings=_SERVER_SETTINGS, reset=_keep_session)
     codec = AggregateCodec()
     cache = StreamCache()
-    bus = PostgresWakeBus(listen_dsn or dsn, pool, listen_settings)
+    revoked = PostgresRevokedTokens(pool)
+    bus = PostgresWakeBus(listen_dsn or dsn, pool, listen_settings,
+                          doorbells={REVOKED_CHANNEL: revoked.ring})
     committer = GroupCommitter(pool, codec, cache, origin=bus.origin,
                                on_committed=bus.deliver_committed, region=region,
                                connections=commit_connections, max_group=max_group)
@@ -93,6 +97,7 @@ async def open_postgres(dsn: str, *, region: str = DEFAULT_REGION, migrate: bool
         outbox=PostgresDeliveryOutbox(pool, region),
         deletions=PostgresDeletionOutbox(pool, region),
         leases=PostgresSubscriptionLeases(pool),
+        revoked=revoked,
         pool=pool,
     )
     try:

@@ -32,15 +32,16 @@ from entrypoints.settings import Settings
 
 DESCRIPTION = """Durable work-data streams for workflow runs.
 
-Authenticate with `Authorization: Bearer <jwt>` (HS256; claims `sub`, `tenant`,
-`scopes`, optional `runs`, `exp`); `runnel token` mints one. Errors are
+Authenticate with `Authorization: Bearer <jwt>` (HS256 locally, RS256 or EdDSA
+against a JWKS; claims `sub`, `tenant`, `scopes`, optional `runs`, `exp`, `iat`,
+`jti`); `runnel token` mints one. Errors are
 `application/problem+json` with a stable `code`."""
 
 
 def create_app(settings: Settings, container: Container | None = None) -> Litestar:
     container = container if container is not None else Container(settings=settings)
     metrics: Metrics = container.metrics()
-    auth = Authenticator(settings.resolved_jwt_secret())
+    auth = Authenticator.from_settings(settings)
 
     def provide_service() -> RunnelService:
         return container.service()
@@ -53,7 +54,10 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
-        async with running(container):
+        # The second context is entered after the first: the backend is open by then.
+        async with running(container), auth.kept_current(
+                container.backend().revoked, container.clock(),
+                settings.revocation_refresh_seconds):
             yield
 
     return Litestar(
