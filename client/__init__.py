@@ -1,7 +1,7 @@
 """Runnel's Python SDK for producers and readers. It speaks only HTTP."""
 
 from client.aio import AsyncRunnelClient
-from client.errors import BackpressureError, ResyncRequired, RunnelError
+from client.errors import BackpressureError, ResyncRequired, RunnelError, TokenExpired
 from client.following import FollowState
 from client.layers import LiveText
 from client.live import LivePublisher
@@ -21,4 +21,5 @@ __all__ = [
     "ResyncRequired",
     "RunnelClient",
     "RunnelError",
+    "TokenExpired",
 ]

@@ -9,7 +9,8 @@ Rules:
   first), bound to the tenant, run and stream, and to the caller's `sub`. It
   grants `streams:read` on that stream and nothing else;
 - it lives `DEFAULT_TTL_SECONDS` unless asked otherwise, at most
-  `MAX_TTL_SECONDS`, and never past the caller's own token;
+  `MAX_TTL_SECONDS` (its `exp` is a whole second, so up to one second less), and
+  never past the caller's own token;
 - it is a different kind of token from an API token, three times over: the JOSE
   header says `typ: runnel-subscribe+jwt`, its `aud` is `runnel:subscribe` (an
   API-token verifier that checks no audience refuses any token that has one), and
@@ -64,19 +65,19 @@ class SubscribeTokens:
         if not 0 < ttl_seconds <= MAX_TTL_SECONDS:
             raise ValueError(f"ttl_seconds must be 1-{MAX_TTL_SECONDS}")
         issued = time.time() if now is None else now
-        expires = issued + ttl_seconds
+        expires = int(issued) + ttl_seconds  # whole seconds, so at most `ttl_seconds`
         if caller.expires_at is not None:
-            expires = min(expires, caller.expires_at)
+            expires = min(expires, int(caller.expires_at))
         if expires <= issued:
             raise Unauthenticated("token expired")
         claims: dict[str, Any] = {
             "sub": caller.sub, "ten": caller.tenant, "run": run_id, "stm": stream_id,
-            "aud": AUDIENCE, "iat": int(issued), "exp": int(expires),
+            "aud": AUDIENCE, "iat": int(issued), "exp": expires,
             "jti": secrets.token_hex(8),
         }
         token = jwt.encode(claims, self._key, algorithm=ALGORITHM,
                            headers={"typ": TOKEN_TYPE})
-        return SubscribeGrant(token, float(int(expires)))
+        return SubscribeGrant(token, float(expires))
 
     def verify(self, token: str, run_id: str, stream_id: str) -> Principal:
         """The read-only principal of a valid subscribe token for this stream."""
