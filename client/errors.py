@@ -39,7 +39,8 @@ class TokenExpired(RunnelError):
 
     def __init__(self, last_sequence: int) -> None:
         super().__init__(401, "token_expired", {
-            "code": "token_expired", "detail": "the subscription's token expired",
+            "code": "token_expired",
+            "detail": f"the subscription's token expired after sequence {last_sequence}",
             "last_sequence": last_sequence})
         self.last_sequence = last_sequence
 

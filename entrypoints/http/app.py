@@ -35,8 +35,11 @@ from entrypoints.subscribe_tokens import SubscribeTokens
 DESCRIPTION = """Durable work-data streams for workflow runs.
 
 Authenticate with `Authorization: Bearer <jwt>` (HS256; claims `sub`, `tenant`,
-`scopes`, optional `runs`, `exp`); `runnel token` mints one. Errors are
-`application/problem+json` with a stable `code`."""
+`scopes`, optional `runs`, `exp`); `runnel token` mints one. Where a client cannot
+set headers (`EventSource`), the subscribe route takes `?access_token=` with a
+short-lived subscribe token of that stream (`POST …/subscribe-token`), and no other
+token. A subscription ends with `event: end` `{"reason": "token_expired"}` when its
+token expires. Errors are `application/problem+json` with a stable `code`."""
 
 
 def create_app(settings: Settings, container: Container | None = None) -> Litestar:
