@@ -2,7 +2,7 @@
 receives input webhooks. It speaks only HTTP."""
 
 from client.aio import AsyncRunnelClient
-from client.errors import BackpressureError, ResyncRequired, RunnelError
+from client.errors import BackpressureError, ResyncRequired, RunnelError, TokenExpired
 from client.following import FollowState
 from client.layers import LiveText
 from client.live import LivePublisher
@@ -24,6 +24,7 @@ __all__ = [
     "ResyncRequired",
     "RunnelClient",
     "RunnelError",
+    "TokenExpired",
     "WebhookVerificationError",
     "verify_webhook",
 ]

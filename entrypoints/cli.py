@@ -24,6 +24,7 @@ from application.views import API_PREFIX
 from entrypoints.backend import database_url
 from entrypoints.log_ids import LogIds, ScrubIds
 from entrypoints.settings import ConfigurationError, Settings
+from entrypoints.token_redaction import RedactTokens
 from entrypoints.tokens import mint_token
 
 DEV_TENANT = "dev"
@@ -97,14 +98,15 @@ def _inputs(settings: Settings) -> str:
 
 
 def _log_config(settings: Settings) -> dict[str, Any]:
-    """uvicorn's logging, plus ours, all on stderr; every handler scrubs run and stream ids
-    (`log_ids.py`)."""
+    """uvicorn's logging, plus ours, all on stderr; every handler redacts tokens
+    (`token_redaction.py`) and scrubs run and stream ids (`log_ids.py`)."""
     config: dict[str, Any] = copy.deepcopy(LOGGING_CONFIG)
     config["loggers"]["runnel"] = {"handlers": ["default"], "level": "INFO", "propagate": False}
     config["filters"] = {"scrub_ids": {"()": ScrubIds,
-                                       "ids": LogIds(settings.resolved_jwt_secret())}}
+                                       "ids": LogIds(settings.resolved_jwt_secret())},
+                         "redact_tokens": {"()": RedactTokens}}
     for handler in config["handlers"].values():
-        handler["filters"] = ["scrub_ids"]
+        handler["filters"] = ["redact_tokens", "scrub_ids"]
         handler["stream"] = "ext://sys.stderr"  # logs on stderr; stdout has the banner only
     return config
 

@@ -183,7 +183,8 @@ def _principal(claims: dict[str, Any]) -> Principal:
     except InvalidIdentifier:
         raise Unauthenticated("token claim tenant must use the id alphabet") from None
     return Principal(sub=sub, tenant=tenant, scopes=frozenset(scopes),
-                     runs=frozenset(runs) if runs is not None else None, token_id=token_id)
+                     runs=frozenset(runs) if runs is not None else None, token_id=token_id,
+                     expires_at=float(claims["exp"]))
 
 
 def _strings(value: Any, limit: int) -> bool:

@@ -2,8 +2,9 @@
 
 No token, a malformed header, a bad signature or an expired token are all 401
 `unauthenticated`. Browsers cannot set headers on `EventSource`, so the
-subscribe route (and only it) also takes the token from `?access_token=`;
-anywhere else that parameter is ignored. Scope, tenant isolation, run binding
+subscribe route (and only it) also takes a credential from `?access_token=`:
+only a short-lived subscribe token bound to that stream (`SubscribeAuthenticator`,
+ADR 0023); anywhere else that parameter is ignored. Scope, tenant isolation, run binding
 and pinned readers/writers are the use cases' business, not this module's.
 
 A token is checked by the `TokenVerifier` the settings describe (algorithms, keys,
@@ -26,6 +27,7 @@ from domain.errors import Unauthenticated
 from domain.principal import Principal
 from entrypoints.jwks import CachedUrlKeys, StaticKeys
 from entrypoints.settings import Settings
+from entrypoints.subscribe_tokens import SubscribeTokens, is_subscribe_token
 from entrypoints.tokens import PublicKeys, TokenPolicy, TokenVerifier
 
 MAX_TOKEN_LENGTH = 4096
@@ -81,17 +83,6 @@ class Authenticator:
         """Litestar dependency for every authenticated route."""
         return self._verify(_bearer(request.headers.get("authorization")))
 
-    def from_header_or_query(
-        self,
-        request: Request[Any, Any, Any],
-        access_token: Annotated[str | None, QueryParameter(
-            description="The bearer token, for clients that cannot set headers (EventSource). "
-                        "Accepted on this route only; the Authorization header wins.")] = None,
-    ) -> Principal:
-        """Litestar dependency for the subscribe route."""
-        header = request.headers.get("authorization")
-        return self._verify(_bearer(header) if header is not None else access_token)
-
     def _verify(self, token: str | None) -> Principal:
         if not token:
             raise Unauthenticated("a bearer token is required")
@@ -101,6 +92,35 @@ class Authenticator:
         if self.revoked.refuses(principal.tenant, principal.token_id):
             raise Unauthenticated("token has been revoked")
         return principal
+
+
+class SubscribeAuthenticator:
+    """The subscribe route's credentials: the Authorization header takes an API token or a
+    subscribe token bound to this stream; `?access_token=` takes only the latter."""
+
+    def __init__(self, api: Authenticator, grants: SubscribeTokens) -> None:
+        self._api = api
+        self._grants = grants
+
+    def from_header_or_query(
+        self,
+        request: Request[Any, Any, Any],
+        access_token: Annotated[str | None, QueryParameter(
+            description="A subscribe token for this stream (`POST …/subscribe-token`), for "
+                        "clients that cannot set headers (EventSource); no other token is "
+                        "accepted here. The Authorization header wins.")] = None,
+    ) -> Principal:
+        """Litestar dependency for the subscribe route."""
+        header = request.headers.get("authorization")
+        token = _bearer(header) if header is not None else access_token
+        if not token:
+            raise Unauthenticated("a bearer token or a subscribe token is required")
+        if len(token) > MAX_TOKEN_LENGTH:
+            raise Unauthenticated("token is too long")
+        if header is not None and not is_subscribe_token(token):
+            return self._api.from_header(request)
+        params = request.path_params
+        return self._grants.verify(token, str(params["run_id"]), str(params["stream_id"]))
 
 
 def _bearer(header: str | None) -> str | None:

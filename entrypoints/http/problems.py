@@ -5,7 +5,9 @@ The body is `type`, `title`, `status`, `detail`, `code`, plus the error's own
 `reason`). A 429 carries `Retry-After`, a 401 `WWW-Authenticate`. Framework
 errors (validation, routing, body size) get the same shape with their own
 stable codes; anything unforeseen is a 500 `internal_error` whose detail says
-nothing about the cause (the log has it).
+nothing about the cause (the log has it). A detail never carries a query string
+(the framework's validation detail names the URL; a subscription URL carries a
+credential), nor anything shaped like a token (ADR 0023).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 
 from application.ports import ObjectRegionUnavailable
 from domain import errors as e
+from entrypoints.token_redaction import redact_tokens
 
 log = logging.getLogger("runnel.http")
 
@@ -123,7 +126,7 @@ def problem_body(exc: BaseException) -> dict[str, Any]:
         "type": f"urn:runnel:problem:{code}",
         "title": HTTPStatus(status).phrase,
         "status": status,
-        "detail": _detail(exc, status),
+        "detail": redact_tokens(_detail(exc, status)),
         "code": code,
     }
     if isinstance(exc, e.DomainError):
@@ -138,6 +141,8 @@ def problem_body(exc: BaseException) -> dict[str, Any]:
 def _detail(exc: BaseException, status: int) -> str:
     if isinstance(exc, e.DomainError):
         return exc.detail
+    if isinstance(exc, ValidationException):
+        return str(exc.detail).partition("?")[0]  # "Validation failed for GET /path"
     if isinstance(exc, HTTPException):
         return str(exc.detail)
     if isinstance(exc, HeadersTooLarge | NotReady | ObjectRegionUnavailable):

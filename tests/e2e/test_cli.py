@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import asyncpg
@@ -36,7 +37,9 @@ def test_token_mints_a_verifiable_token_from_the_configured_secret() -> None:
                      env={"RUNNEL_JWT_SECRET": secret}).strip()
     principal = verify_token(printed, secret)
     assert principal == Principal("ci", "acme", frozenset({"streams:read", "streams:write"}),
-                                  frozenset({"r1", "r2"}), principal.token_id)
+                                  frozenset({"r1", "r2"}), principal.token_id,
+                                  principal.expires_at)
+    assert principal.expires_at is not None and 0 < principal.expires_at - time.time() <= 60
 
 
 def test_token_and_serve_agree_on_the_local_secret_without_configuration(tmp_path: Path) -> None:
