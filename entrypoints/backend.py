@@ -56,7 +56,8 @@ async def open_backend(settings: Settings) -> AsyncIterator[Backend]:
     if settings.storage == "memory":
         yield memory_backend()
         return
-    async with database_url(settings) as dsn, _postgres_backend(dsn, settings.region) as backend:
+    async with database_url(settings) as dsn, _postgres_backend(
+            dsn, settings.region, settings.auto_migrate) as backend:
         yield backend
 
 
@@ -85,12 +86,16 @@ async def database_url(settings: Settings) -> AsyncIterator[str]:
 
 
 @asynccontextmanager
-async def _postgres_backend(dsn: str, region: str) -> AsyncIterator[Backend]:
-    """Every write of the backend asserts that `region` (the node's) is not fenced."""
+async def _postgres_backend(dsn: str, region: str, auto_migrate: bool) -> AsyncIterator[Backend]:
+    """Every write of the backend asserts that `region` (the node's) is not fenced. Without
+    `auto_migrate`, the database must already be at this binary's schema."""
     from adapters.postgres import open_postgres
+    from adapters.postgres.migrations import ensure_current
     from adapters.postgres.wait_notify import PostgresNotifyWaitService
 
-    pg = await open_postgres(dsn, region=region, migrate=True, listen=True)
+    if not auto_migrate:
+        await ensure_current(dsn)
+    pg = await open_postgres(dsn, region=region, migrate=auto_migrate, listen=True)
 
     async def probe() -> None:
         await pg.pool.fetchval("SELECT 1", timeout=READY_TIMEOUT_SECONDS)

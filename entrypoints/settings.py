@@ -59,6 +59,10 @@ class Settings(BaseSettings):
     """Request body ceiling for a batch append (each inline record is ≤ 64 KiB on its own)."""
     max_header_bytes: int = Field(8 * 1024, ge=1024)
     """Total request-header ceiling checked by the app (431); the HTTP parser refuses twice this."""
+    auto_migrate: bool = True
+    """Apply pending migrations when a node starts. `false` makes `runnel migrate` a deploy
+    step of its own: a node then refuses to start unless the database is exactly at its
+    schema (docs/adr/0027)."""
     workers: bool = True
     """Run the background workers in the API process (`runnel serve --no-workers` turns it off)."""
     wait_service: Literal["none", "webhook", "notify", "memory"] | None = None
