@@ -21,6 +21,7 @@ Rules:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,8 +91,14 @@ def available_migrations() -> list[tuple[str, str]]:
 
 
 def _files() -> list[Migration]:
-    files = sorted(MIGRATIONS_DIR.glob("[0-9][0-9][0-9][0-9]_*.sql"))
-    return [Migration(path.stem, path.read_text(encoding="utf-8")) for path in files]
+    return list(_read(MIGRATIONS_DIR))
+
+
+@functools.cache
+def _read(directory: Path) -> tuple[Migration, ...]:
+    """The files of a directory, read once per process (`/readyz` compares on every call)."""
+    files = sorted(directory.glob("[0-9][0-9][0-9][0-9]_*.sql"))
+    return tuple(Migration(path.stem, path.read_text(encoding="utf-8")) for path in files)
 
 
 def compare(files: list[Migration], recorded: dict[str, str | None]) -> SchemaState:
