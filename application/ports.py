@@ -303,6 +303,12 @@ class ListedObject:
     """When the body was written (timezone-aware UTC)."""
 
 
+class StoreUnavailable(Exception):
+    """The store refused the connection or did not answer within its bound. What was
+    asked may still have happened (a write whose answer was lost): a retry with the same
+    idempotency key finds out without writing twice."""
+
+
 class ObjectRegionUnavailable(LookupError):
     """This node has no object store for the region a body is pinned to."""
 

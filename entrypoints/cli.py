@@ -137,7 +137,13 @@ def _migrate(_: argparse.Namespace) -> int:
     if settings.storage == "memory":
         print("RUNNEL_STORAGE=memory: nothing to migrate")
         return 0
-    applied = asyncio.run(_apply_migrations(settings))
+    from adapters.postgres.migrations import SchemaMismatch
+
+    try:
+        applied = asyncio.run(_apply_migrations(settings))
+    except SchemaMismatch as refused:
+        print(f"runnel migrate: {refused}", file=sys.stderr)
+        return 2
     print("\n".join(f"applied {name}" for name in applied) or "schema is up to date")
     return 0
 

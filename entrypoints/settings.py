@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from adapters.postgres.pool import DatabaseBounds
 from application.node import NodeSettings
 from client.webhooks import webhook_key
 
@@ -49,6 +50,9 @@ class Settings(BaseSettings):
 
     database_url: str | None = None
     """Postgres DSN; unset → an embedded Postgres under `data_dir`."""
+    listen_database_url: str | None = None
+    """The DSN of the LISTEN connection, when it must differ from `database_url` (a
+    transaction-pooling proxy such as pgbouncer cannot carry LISTEN); unset → the same."""
     storage: Literal["postgres", "memory"] = "postgres"
     """`memory` runs the whole service in this process (simulation; nothing survives exit)."""
     data_dir: Path = Path(".runnel")
@@ -90,6 +94,20 @@ class Settings(BaseSettings):
     """Request body ceiling for a batch append (each inline record is ≤ 64 KiB on its own)."""
     max_header_bytes: int = Field(8 * 1024, ge=1024)
     """Total request-header ceiling checked by the app (431); the HTTP parser refuses twice this."""
+    db_statement_timeout_seconds: float = Field(15.0, gt=0)
+    """The longest a statement may run (server-side `statement_timeout`; the client gives up
+    2 s later on a server that does not answer at all)."""
+    db_acquire_timeout_seconds: float = Field(5.0, gt=0)
+    """The longest a request waits for a pool connection."""
+    db_connect_timeout_seconds: float = Field(5.0, gt=0)
+    db_idle_in_transaction_seconds: float = Field(30.0, gt=0)
+    """The server ends a session idle inside a transaction after this long (its locks go)."""
+    db_keepalive_seconds: float = Field(10.0, ge=1)
+    """TCP keepalive idle time, both ways; a silent peer is given up after about twice it."""
+    auto_migrate: bool = True
+    """Apply pending migrations when a node starts. `false` makes `runnel migrate` a deploy
+    step of its own: a node then refuses to start unless the database is exactly at its
+    schema (docs/adr/0027)."""
     workers: bool = True
     """Run the background workers in the API process (`runnel serve --no-workers` turns it off)."""
     wait_service: Literal["none", "webhook", "notify", "memory"] | None = None
@@ -212,6 +230,14 @@ class Settings(BaseSettings):
             delivery_max_attempts=self.delivery_max_attempts,
             orphan_grace_seconds=self.orphan_grace_seconds,
         )
+
+    def database_bounds(self) -> DatabaseBounds:
+        return DatabaseBounds(
+            statement_timeout_seconds=self.db_statement_timeout_seconds,
+            acquire_timeout_seconds=self.db_acquire_timeout_seconds,
+            connect_timeout_seconds=self.db_connect_timeout_seconds,
+            idle_in_transaction_seconds=self.db_idle_in_transaction_seconds,
+            keepalive_seconds=self.db_keepalive_seconds)
 
     def resolved_jwt_secret(self) -> str:
         """The configured secret, or the node-local one (created on first use, mode 0600)."""

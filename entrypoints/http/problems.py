@@ -30,7 +30,7 @@ from litestar.exceptions import (
 )
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 
-from application.ports import ObjectRegionUnavailable
+from application.ports import ObjectRegionUnavailable, StoreUnavailable
 from domain import errors as e
 from entrypoints.token_redaction import redact_tokens
 
@@ -38,6 +38,8 @@ log = logging.getLogger("runnel.http")
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 STANDARD_FIELDS = frozenset({"type", "title", "status", "detail", "code"})
+STORE_RETRY_AFTER_SECONDS = 2
+"""What a 503 `store_unavailable` asks a client to wait before retrying."""
 
 
 class HeadersTooLarge(Exception):
@@ -90,6 +92,8 @@ PROBLEMS: dict[type[Exception], tuple[int, str]] = {
     NotReady: (503, "not_ready"),
     # The stream pins its bodies to a region this node has no object store for.
     ObjectRegionUnavailable: (503, "object_region_unavailable"),
+    # The database refused or did not answer in time; a write's outcome is unknown.
+    StoreUnavailable: (503, "store_unavailable"),
     ValidationException: (400, "invalid_request"),
     SerializationException: (400, "invalid_body"),
     NotAuthorizedException: (401, "unauthenticated"),
@@ -147,6 +151,9 @@ def _detail(exc: BaseException, status: int) -> str:
         return str(exc.detail)
     if isinstance(exc, HeadersTooLarge | NotReady | ObjectRegionUnavailable):
         return str(exc)
+    if isinstance(exc, StoreUnavailable):
+        return ("the database did not answer in time; a write may or may not have been "
+                "stored: retry it with the same idempotency keys")
     if isinstance(exc, RecursionError):
         return "the JSON is nested too deeply"
     return HTTPStatus(status).description or HTTPStatus(status).phrase
@@ -157,6 +164,8 @@ def problem_headers(exc: BaseException, status: int) -> dict[str, str]:
     if status == 429:
         retry = exc.extra.get("retry_after_seconds", 1) if isinstance(exc, e.DomainError) else 1
         headers["Retry-After"] = str(max(1, int(retry)))
+    if isinstance(exc, StoreUnavailable):
+        headers["Retry-After"] = str(STORE_RETRY_AFTER_SECONDS)
     if status == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="runnel"'
     if isinstance(exc, HTTPException) and exc.headers:
@@ -168,7 +177,10 @@ def problem_response(request: Request[Any, Any, Any], exc: Exception) -> Respons
     """Litestar's exception handler for every exception class."""
     body = problem_body(exc)
     status = body["status"]
-    if status >= 500 and not isinstance(exc, NotReady | e.RegionFenced):  # both expected
+    if isinstance(exc, StoreUnavailable):  # expected, and the store's log says why
+        log.warning("store unavailable on %s %s: %r", request.method,
+                    request.scope.get("path_template", request.url.path), exc.__cause__)
+    elif status >= 500 and not isinstance(exc, NotReady | e.RegionFenced):  # both expected
         log.error("unhandled error on %s %s", request.method, request.scope.get("path_template",
                                                                                 request.url.path),
                   exc_info=exc)
