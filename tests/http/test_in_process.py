@@ -37,7 +37,7 @@ async def test_readiness_is_503_when_the_store_does_not_answer() -> None:
 
 
 async def test_readiness_answers_within_its_bound_when_the_probe_hangs() -> None:
-    settings = Settings(storage="memory", jwt_secret=SecretStr("in-process-secret-0123456789"),
+    settings = Settings(storage="memory", jwt_secret=SecretStr("in-process-secret-0123456789abcd"),
                         workers=False)
     container = Container(settings=settings)
     async with AsyncTestClient(create_app(settings, container)) as client:
