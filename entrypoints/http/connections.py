@@ -259,28 +259,31 @@ def bounded_protocol(budget: ConnectionBudget) -> type[HttpToolsProtocol]:
                 return  # refused: discard until the client closes
             if self._reading_head:
                 self._head_bytes += len(data)
-                if self._head_timer is None:
-                    self._arm_head_timer()
             super().data_received(data)
-            if (self._reading_head and self._head_bytes > limits.max_head_bytes
-                    and not self.transport.is_closing()):
-                budget.cut["headers_too_large"] += 1
-                self.transport.write(limits_problem(
-                    431, "headers_too_large",
-                    f"request headers exceed {limits.max_head_bytes} bytes",
-                    limit=limits.max_head_bytes))
-                self._close()
+            if self.transport.is_closing():
+                return
+            # Timers only for what this read left incomplete: a request that arrived whole
+            # costs none.
+            if self._reading_head:
+                if self._head_bytes > limits.max_head_bytes:
+                    budget.cut["headers_too_large"] += 1
+                    self.transport.write(limits_problem(
+                        431, "headers_too_large",
+                        f"request headers exceed {limits.max_head_bytes} bytes",
+                        limit=limits.max_head_bytes))
+                    self._close()
+                elif self._head_bytes and self._head_timer is None:
+                    self._arm_head_timer()
+            elif self._body_timer is None:
+                self._body_timer = self.loop.call_later(limits.body_timeout, self._check_body)
 
         def on_headers_complete(self) -> None:
             self._reading_head = False
             self._cancel_head_timer()
-            loop_time = self.loop.time()
-            self._body_started = self._body_checked = loop_time
+            self._body_started = self._body_checked = self.loop.time()
             self._body_credit = 0.0
             self._body_bytes = 0
             super().on_headers_complete()
-            if self._body_timer is None:
-                self._body_timer = self.loop.call_later(limits.body_timeout, self._check_body)
 
         def on_message_complete(self) -> None:
             self._cancel_body_timer()
