@@ -8,7 +8,9 @@ Rules:
 - A connection is admitted when it opens, or refused: past `max_connections`
   open request connections, or `max_per_address` from its client address, it
   is answered a short 503 problem `too_many_connections` (`Retry-After: 1`)
-  and closed without reading a request. Refused connections never count.
+  and closed without reading a request: once the client closes, after
+  `REFUSAL_LINGER_SECONDS`, or at once while `MAX_LINGERING` refusals linger.
+  Refused connections never count against a cap.
 - The head of a request (request line and headers) is counted as it arrives:
   past `max_head_bytes` the connection is answered 431 `headers_too_large`
   and closed. Nothing past the bound is buffered beyond one read.
@@ -19,7 +21,8 @@ Rules:
 - Body deadline: once the head is in, the body must be complete within
   `body_timeout` plus one second per `min_body_rate` bytes received so far
   (a minimum average rate after a grace). Time during which the server itself
-  stopped reading (the app has not taken the body yet) does not count. Past it
+  stopped reading (the app has not taken the body yet), or has not yet sent the
+  `100 Continue` a client asked for, does not count. Past it
   the connection is closed (408 if no response started).
 - Idle: a kept-alive connection without a new request is closed after
   `idle_timeout` (uvicorn's keep-alive timer, set from the same limits).
@@ -51,6 +54,9 @@ SUBSCRIBE_SUFFIX = "/subscribe"
 REFUSAL_LINGER_SECONDS = 2.0
 """How long a refused connection may go on sending before it is closed: long enough for a
 client that sent its request to read the 503 instead of a reset."""
+MAX_LINGERING = 100
+"""Refused connections left to linger at once; past this a refusal closes at once (a flood of
+connections costs no more than this many extra sockets)."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,7 @@ class ConnectionBudget:
         self.limits = limits
         self.requests = 0
         self.streams = 0
+        self.lingering = 0
         self._by_address: Counter[str] = Counter()
         self.refused: Counter[str] = Counter()
         self.cut: Counter[str] = Counter()
@@ -201,6 +208,7 @@ def bounded_protocol(budget: ConnectionBudget) -> type[HttpToolsProtocol]:
             self.app = app
             self._address = ""
             self._pool: Pool | None = None
+            self._lingering = False
             self._reading_head = True
             self._head_bytes = 0
             self._head_timer: asyncio.TimerHandle | None = None
@@ -223,13 +231,18 @@ def bounded_protocol(budget: ConnectionBudget) -> type[HttpToolsProtocol]:
         def _refuse(self) -> None:
             self._reading_head = False
             self.transport.write(TOO_MANY)
-            if self.transport.can_write_eof():
+            if budget.lingering < MAX_LINGERING and self.transport.can_write_eof():
+                budget.lingering += 1
+                self._lingering = True
                 self.transport.write_eof()  # let it read the 503, then it closes
                 self.loop.call_later(REFUSAL_LINGER_SECONDS, self._close)
             else:
                 self.transport.close()
 
         def connection_lost(self, exc: Exception | None) -> None:
+            if self._lingering:
+                budget.lingering -= 1
+                self._lingering = False
             if self._pool is not None:
                 budget.release(self._address, self._pool)
                 self._pool = None
@@ -318,8 +331,9 @@ def bounded_protocol(budget: ConnectionBudget) -> type[HttpToolsProtocol]:
             if self.transport.is_closing() or self._reading_head:
                 return
             now = self.loop.time()
-            if self.flow.read_paused:  # the app has not taken what came: not the client's
-                self._body_credit += now - self._body_checked
+            waiting = self.cycle is not None and self.cycle.waiting_for_100_continue
+            if self.flow.read_paused or waiting:  # the app has not taken what came, or not
+                self._body_credit += now - self._body_checked  # asked for it: not the client's
             self._body_checked = now
             deadline = (self._body_started + limits.body_timeout + self._body_credit
                         + self._body_bytes / limits.min_body_rate)

@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from entrypoints.http.connections import ConnectionBudget, ConnectionLimits
 from entrypoints.http.problems import ClientDisconnected, problem_body
 from tests.http.server import API, RunnelServer, bearer, token
 
@@ -285,11 +286,15 @@ async def test_a_client_that_drops_mid_body_is_a_client_disconnect(
         deadline = time.monotonic() + CLOSE_MARGIN
         while time.monotonic() < deadline:
             metrics = (await client.get(server.url + "/metrics")).text
-            if "runnel_http_client_disconnects_total 1.0" in metrics or 'status="500"' in metrics:
-                break
+            if 'status="499"' in metrics or 'status="500"' in metrics:
+                break  # the answer is timed once the handler gave up
             await asyncio.sleep(0.2)
     assert 'status="500"' not in metrics
     assert "runnel_http_client_disconnects_total 1.0" in metrics
+    timed = [line for line in metrics.splitlines()
+             if line.startswith("runnel_http_request_duration_seconds_count")
+             and '/records",' in line]
+    assert timed and all('status="499"' in line for line in timed), timed
     log = server.log.read_text()
     assert "Traceback" not in log and "ERROR" not in log, log
 
@@ -298,3 +303,17 @@ def test_the_client_disconnect_problem_is_499_and_not_an_error() -> None:
     body = problem_body(ClientDisconnected("gone"))
     assert (body["status"], body["code"], body["title"]) == (
         499, "client_disconnected", "Client Closed Request")
+
+
+def test_a_stream_leaves_the_request_pool_and_comes_back() -> None:
+    budget = ConnectionBudget(ConnectionLimits(
+        max_connections=2, max_per_address=1, max_streams=1, max_head_bytes=1024,
+        header_timeout=1, body_timeout=1, min_body_rate=1, idle_timeout=1))
+    assert budget.admit("a") and not budget.admit("a") and budget.admit("b")
+    assert not budget.admit("c")  # the global cap
+    assert budget.enter_stream("a") and budget.admit("a")  # "a" has room again
+    assert not budget.enter_stream("b")  # one stream at most
+    budget.release("a", "request")
+    budget.leave_stream("a")
+    assert (budget.requests, budget.streams) == (2, 0)
+    assert dict(budget.refused) == {"address": 1, "connections": 1, "streams": 1}
