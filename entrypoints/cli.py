@@ -113,13 +113,16 @@ def _log_config(settings: Settings) -> dict[str, Any]:
 
 def _serve(args: argparse.Namespace) -> int:
     from entrypoints.http import create_asgi_app
+    from entrypoints.http.connections import ConnectionBudget, bounded_protocol, connection_limits
 
     settings = Settings(workers=False) if args.no_workers else Settings()
+    budget = ConnectionBudget(connection_limits(settings))
     config = uvicorn.Config(
-        create_asgi_app(settings), host=args.host, port=args.port, lifespan="on",
+        create_asgi_app(settings, budget), host=args.host, port=args.port, lifespan="on",
         log_config=_log_config(settings), access_log=args.access_log, proxy_headers=False,
         server_header=False, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
-        h11_max_incomplete_event_size=2 * settings.max_header_bytes,
+        http=bounded_protocol(budget), ws="none",
+        timeout_keep_alive=settings.idle_timeout_seconds,  # type: ignore[arg-type]
     )
     _Server(config, settings).run()
     return 0

@@ -108,6 +108,25 @@ class Settings(BaseSettings):
     """Apply pending migrations when a node starts. `false` makes `runnel migrate` a deploy
     step of its own: a node then refuses to start unless the database is exactly at its
     schema (docs/adr/0027)."""
+    max_connections: int = Field(1000, gt=0)
+    """Open request connections on this node (event streams have their own cap); one more is
+    answered 503 `too_many_connections` and closed (ADR 0021)."""
+    max_connections_per_address: int = Field(100, gt=0)
+    """Open request connections from one client address. Behind a proxy every connection has
+    the proxy's address: raise it to the proxy's upstream connection count (ADR 0021)."""
+    max_sse_connections: int = Field(2000, gt=0)
+    """Open event streams (subscriptions) on this node, outside `max_connections`."""
+    header_timeout_seconds: float = Field(10.0, gt=0)
+    """From a connection's opening (or the first byte of its next request) to the end of the
+    request's headers; past it the connection is closed (408)."""
+    body_timeout_seconds: float = Field(10.0, gt=0)
+    """Grace for a request body: it must be complete within this plus one second per
+    `min_body_bytes_per_second` bytes received (408 and close otherwise)."""
+    min_body_bytes_per_second: int = Field(1024, gt=0)
+    """The slowest request body accepted, on average, once the grace is spent."""
+    idle_timeout_seconds: float = Field(20.0, gt=0)
+    """A kept-alive connection with no new request for this long is closed. Keep it above
+    the idle timeout of a proxy in front (ADR 0021)."""
     workers: bool = True
     """Run the background workers in the API process (`runnel serve --no-workers` turns it off)."""
     wait_service: Literal["none", "webhook", "notify", "memory"] | None = None

@@ -21,6 +21,8 @@ from litestar.types import ASGIApp
 from application.service import RunnelService
 from entrypoints.container import Container, running
 from entrypoints.http.auth import Authenticator, SubscribeAuthenticator
+from entrypoints.http.connections import ConnectionBudget, ConnectionMetrics
+from entrypoints.http.disconnects import client_disconnects
 from entrypoints.http.handlers.operations import Probe
 from entrypoints.http.limits import header_limit
 from entrypoints.http.problems import problem_response
@@ -80,7 +82,8 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
         },
         exception_handlers={Exception: problem_response},
         before_send=[no_referrer],
-        middleware=[header_limit(settings.max_header_bytes), route_timing(metrics)],
+        middleware=[header_limit(settings.max_header_bytes), route_timing(metrics),
+                    client_disconnects(metrics)],
         request_max_body_size=settings.max_body_bytes,
         lifespan=[lifespan],
         openapi_config=OpenAPIConfig(
@@ -92,10 +95,12 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
     )
 
 
-def create_asgi_app(settings: Settings) -> ASGIApp:
+def create_asgi_app(settings: Settings, connections: ConnectionBudget | None = None) -> ASGIApp:
     """What the server runs: the app behind the event-stream transport (coalesced writes,
-    stall bound)."""
+    stall bound); `connections`, the server's connection budget, is reported in /metrics."""
     container = Container(settings=settings)
     metrics: Metrics = container.metrics()
+    if connections is not None:
+        metrics.registry.register(ConnectionMetrics(connections))
     return EventStreamTransport(create_app(settings, container), settings.sse_stall_seconds,
                                 on_stall=metrics.stalled.inc)

@@ -50,6 +50,15 @@ class HeadersTooLarge(Exception):
         self.limit = limit
 
 
+class ClientDisconnected(Exception):
+    """The client closed its connection while its request body was still arriving."""
+
+
+CLIENT_CLOSED_REQUEST = 499
+"""Not in RFC 9110: the status nginx logs for a request its client abandoned. Nobody reads
+the answer; it keeps such requests out of the 5xx figures."""
+
+
 class NotReady(Exception):
     """The node cannot serve: its store does not answer."""
 
@@ -89,6 +98,7 @@ PROBLEMS: dict[type[Exception], tuple[int, str]] = {
     e.DomainError: (422, e.DomainError.code),
     # The node and the framework.
     HeadersTooLarge: (431, "headers_too_large"),
+    ClientDisconnected: (CLIENT_CLOSED_REQUEST, "client_disconnected"),
     NotReady: (503, "not_ready"),
     # The stream pins its bodies to a region this node has no object store for.
     ObjectRegionUnavailable: (503, "object_region_unavailable"),
@@ -128,7 +138,7 @@ def problem_body(exc: BaseException) -> dict[str, Any]:
     status, code = classify(exc)
     body: dict[str, Any] = {
         "type": f"urn:runnel:problem:{code}",
-        "title": HTTPStatus(status).phrase,
+        "title": _title(status),
         "status": status,
         "detail": redact_tokens(_detail(exc, status)),
         "code": code,
@@ -142,6 +152,12 @@ def problem_body(exc: BaseException) -> dict[str, Any]:
     return body
 
 
+def _title(status: int) -> str:
+    if status == CLIENT_CLOSED_REQUEST:
+        return "Client Closed Request"
+    return HTTPStatus(status).phrase
+
+
 def _detail(exc: BaseException, status: int) -> str:
     if isinstance(exc, e.DomainError):
         return exc.detail
@@ -149,7 +165,7 @@ def _detail(exc: BaseException, status: int) -> str:
         return str(exc.detail).partition("?")[0]  # "Validation failed for GET /path"
     if isinstance(exc, HTTPException):
         return str(exc.detail)
-    if isinstance(exc, HeadersTooLarge | NotReady | ObjectRegionUnavailable):
+    if isinstance(exc, HeadersTooLarge | NotReady | ObjectRegionUnavailable | ClientDisconnected):
         return str(exc)
     if isinstance(exc, StoreUnavailable):
         return ("the database did not answer in time; a write may or may not have been "
