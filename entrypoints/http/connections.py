@@ -171,7 +171,8 @@ def limits_problem(status: int, code: str, detail: str, **extra: Any) -> bytes:
     retry = b"retry-after: 1\r\n" if status == 503 else b""
     return b"".join([
         f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n".encode(),
-        b"content-type: application/problem+json\r\n", retry,
+        b"content-type: application/problem+json\r\n", b"referrer-policy: no-referrer\r\n",
+        retry,
         f"content-length: {len(body)}\r\n".encode(), b"connection: close\r\n\r\n", body])
 
 
