@@ -15,6 +15,7 @@ from litestar.response import Stream
 
 from application.service import RunnelService
 from application.views import API_PREFIX
+from domain.media_type import is_media_type
 from domain.object_intent import ObjectIntent, ObjectPins
 from domain.principal import Principal
 from entrypoints.http.handlers.bodies import PrepareObjectBody
@@ -122,8 +123,14 @@ async def download_object(
     """Stream a committed body with its pinned content type; 404 before commit or after the
     body was deleted, 403 `egress_denied` where the stream's content may not leave."""
     intent, chunks = await service.objects.body(principal, run_id, stream_id, object_id)
-    return Stream(chunks, media_type=intent.content_type,
-                  headers={"Content-Length": str(intent.size),
+    # Checked at prepare since ADR 0025; an intent prepared before keeps its pin, but a
+    # value that is not a media type never reaches the header (it would drop the reply).
+    media_type = intent.content_type if is_media_type(intent.content_type) else (
+        "application/octet-stream")
+    return Stream(chunks, media_type=media_type,
+                  # As pinned: given as `media_type` alone, a text/* type gets a second
+                  # charset parameter appended by the framework.
+                  headers={"Content-Type": media_type, "Content-Length": str(intent.size),
                            "Content-Disposition": "attachment",
                            "X-Content-Type-Options": "nosniff",
                            "X-Content-SHA256": intent.sha256})
