@@ -26,10 +26,10 @@ async def test_get_returns_the_definition_and_status() -> None:
 async def test_list_shows_only_the_streams_whose_reader_pins_admit_the_principal() -> None:
     sim = await two_streams()
     listed = await sim.service.definitions.list(ALICE, RUN)
-    assert [stream.stream_id for stream in listed] == ["open"]
+    assert [stream.stream_id for stream in listed.streams] == ["open"]
     for principal in (BOB, ADMIN):
         listed = await sim.service.definitions.list(principal, RUN)
-        assert sorted(stream.stream_id for stream in listed) == ["open", "private"]
+        assert sorted(stream.stream_id for stream in listed.streams) == ["open", "private"]
 
 
 async def test_get_of_a_stream_whose_readers_exclude_the_principal_is_forbidden() -> None:
