@@ -71,6 +71,8 @@ def definition(stream_id: str, p: dict[str, Any]) -> dict[str, Any]:
 class Obj:
     object_id: str
     body: bytes
+    owner: str
+    """The receipt's principal: only it, or an admin, takes the later steps (ADR 0025)."""
     state: str = "prepared"
     sequence: int | None = None
 
@@ -397,38 +399,44 @@ class ApiModel(RuleBasedStateMachine):
         refusals = self.gate(key, sub, W, "writers", away)
         known = model.objects.get(idem) if model else None
         if model is not None:
-            refusals += [(model.erased, 410), (known is not None and known.body != body, 409)]
+            refusals += [(model.erased, 410), (known is not None and known.body != body, 409),
+                         (known is not None and known.owner != sub, 403)]
         success = {200} if known else {201} | ({409} if model and model.closed else set())
         expect(response, verdict(success, *refusals), f"prepare {idem} on {key}")
         if model is not None and response.status_code == 201:
-            model.objects[idem] = Obj(response.json()["object_id"], body)
+            model.objects[idem] = Obj(response.json()["object_id"], body, sub)
 
     @rule(pick=PICK, idem=st.sampled_from(["o1", "o2"]), away=AWAY,
-          step=st.sampled_from(["upload", "bad-upload", "commit", "abort"]))
-    def object_step(self, pick: int, idem: str, away: bool, step: str) -> None:
+          step=st.sampled_from(["upload", "bad-upload", "commit", "abort"]),
+          sub=st.sampled_from(["alice", "alice", "carol", "ops"]))
+    def object_step(self, pick: int, idem: str, away: bool, step: str, sub: str) -> None:
         key = self.key_of(pick)
         model = self.streams.get(key)
         obj = model.objects.get(idem) if model else None
         if model is None or obj is None:
             return
         tail = f"/objects/{obj.object_id}"
+        admin = has(sub, ADMIN)
+        # §10 and the receipt: a writer of the stream, and the preparing principal or an admin.
+        gate = [(away, 421), (not admin and not model.may(sub, "writers"), 403),
+                (not admin and sub != obj.owner, 403)]
         if step.endswith("upload"):
             body = obj.body if step == "upload" else b"not-the-body"
-            response = self.call(key, "alice", away, "PUT", tail + "/body", content=body)
+            response = self.call(key, sub, away, "PUT", tail + "/body", content=body)
             live = obj.state in ("prepared", "uploaded")
-            allowed = verdict({200} if body == obj.body else {422}, (away, 421),
+            allowed = verdict({200} if body == obj.body else {422}, *gate,
                               (not live, 409), (model.erased, 410))
         elif step == "commit":
-            response = self.call(key, "alice", away, "POST", tail + "/commit")
-            refusals = [(away, 421), (obj.state in ("prepared", "aborted"), 409),
+            response = self.call(key, sub, away, "POST", tail + "/commit")
+            refusals = [*gate, (obj.state in ("prepared", "aborted"), 409),
                         (model.erased and obj.state != "committed", 410)]
             if obj.state == "uploaded":
                 refusals += [(model.closed, 409), (model.head + 1 > model.pins["max_total"], 409),
                              (model.unread_full(1), 429)]
             allowed = verdict({200} if obj.state == "committed" else {201}, *refusals)
         else:
-            response = self.call(key, "alice", away, "POST", tail + "/abort")
-            allowed = verdict({200}, (away, 421), (obj.state == "committed", 409))
+            response = self.call(key, sub, away, "POST", tail + "/abort")
+            allowed = verdict({200}, *gate, (obj.state == "committed", 409))
             allowed |= {409} if obj.state == "aborted" else set()
         expect(response, allowed, f"{step} {idem} ({obj.state}) on {key}")
         if response.status_code >= 300:
