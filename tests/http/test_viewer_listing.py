@@ -18,7 +18,7 @@ STREAMS = 105
 
 
 async def test_the_viewer_lists_a_run_of_more_than_one_page(server: RunnelServer,
-                                                            browser: Browser,  # noqa: F811
+                                                            browser: Browser,
                                                             run_id: str) -> None:
     secret = token()
     async with httpx.AsyncClient(base_url=server.api, headers=bearer(secret),

@@ -22,7 +22,11 @@ async def create_stream(
 ) -> Response[dict[str, Any]]:
     """Create a stream in a run. Only `stream_id` and `content_class` are required; every
     other pin gets its default (placement: this node's region). 201 when created; 200 when
-    an identical definition exists; 409 `definition_conflict` when a different one does."""
+    an identical definition exists; 409 `definition_conflict` when a different one does.
+    `content_class` is pinned NFKC-normalised, case-folded and stripped, and must then be
+    of `[a-z0-9._:-]`; credit pins above this server's ceilings are 422
+    `invalid_definition`; a run already holding the server's maximum of streams is 409
+    `too_many_streams`."""
     stream, created = await service.definitions.create(principal, run_id, data)
     deliveries = await service.dispatcher.counts(stream)
     return Response(stream_view(stream, deliveries), status_code=201 if created else 200)
