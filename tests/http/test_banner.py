@@ -17,7 +17,7 @@ TOKEN_LINE = re.compile(r"export RUNNEL_TOKEN=(eyJ\S+)")
 
 
 def banner(tmp_path: Path, **fields: object) -> str:
-    settings = Settings(jwt_secret=SecretStr(SECRET), data_dir=tmp_path, **fields)  # type: ignore[arg-type]
+    settings = Settings(jwt_secret=SecretStr(SECRET), data_dir=tmp_path, **fields)
     return _banner(settings, "127.0.0.1", 8080)
 
 
