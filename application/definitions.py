@@ -28,8 +28,8 @@ MAX_LISTING_LIMIT = 1000
 class StreamListing:
     """One page of a run's streams, ascending by `stream_id`.
 
-    `next_cursor` is the last stream id the store returned on this page (pass it as
-    `cursor` for the next one), None once the run has no more. Streams the principal
+    `next_cursor` is the last stream id the store read for this page (pass it as
+    `cursor` for the next one), None when no stream of the run comes after it. Streams the principal
     may not read, or whose metadata this node may not serve, are left out, so a page
     may hold fewer than `limit` streams (even none) and still have a next one."""
 
@@ -78,10 +78,10 @@ class StreamDefinitions:
         if cursor is not None:
             validate_id(cursor, "cursor")
         run = run_key(principal, run_id)
-        streams = await self._store.list_run(run, cursor, limit)
+        read = await self._store.list_run(run, cursor, limit + 1)  # one more: is there a next?
+        streams, more = read[:limit], len(read) > limit
         if not streams and (cursor is None or not await self._store.list_run(run, None, 1)):
             raise NotFound("run not found")
-        more = len(streams) == limit
         here = [stream for stream in streams
                 if may_serve_metadata_here(stream.definition.placement, self._node.region)]
         if streams and not here and cursor is None and not more:

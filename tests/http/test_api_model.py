@@ -266,6 +266,42 @@ class ApiModel(RuleBasedStateMachine):
         assert response.json()["sequences"] == sequences, f"append answered {response.json()}"
         receipts.update({k: q for k, q in zip(names, sequences, strict=True) if k})
 
+    @rule(pick=PICK, sub=st.sampled_from(["alice", "bob", "carol", "dave", "ops", "audit"]),
+          node=st.sampled_from(REGIONS))
+    def list_run(self, pick: int, sub: str, node: str) -> None:
+        """Follow the run listing's pages to the end, with pages of 1, 2 and 100 streams
+        (ADR 0025): the streams this node may describe and the principal may read, each
+        once, in stream id order."""
+        runs = sorted({k[:2] for k in self.streams}, key=lambda r: -sum(
+            k[:2] == r for k in self.streams))  # the fullest runs first: they have pages
+        tenant, run = runs[pick % len(runs)] if runs and pick < 9 else KEYS[pick % len(KEYS)][:2]
+        mine = {k: m for k, m in self.streams.items() if k[:2] == (tenant, run)}
+        here = sorted(k[2] for k, m in mine.items() if m.pins["home"] == node)
+        admin = has(sub, ADMIN)
+        visible = [s for s in here if admin or mine[(tenant, run, s)].may(sub, "readers")]
+        for limit in (1, 2, 100):
+            path = f"/runs/{run}/streams?limit={limit}"
+            response = self.cluster.call(node, (tenant, sub), "GET", path)
+            expect(response, verdict({200}, (not mine or bound_out(sub, run), 404),
+                                     (not has(sub, R) and not admin, 403),
+                                     (bool(mine) and not here and len(mine) <= limit, 421)),
+                   f"list {tenant}/{run} at {node} by {sub} (limit {limit})")
+            if response.status_code == 200:
+                assert self.pages(node, (tenant, sub), path, response, limit) == visible
+
+    def pages(self, node: str, who: Who, path: str, response: httpx.Response,
+              limit: int) -> list[str]:
+        listed: list[str] = []
+        for _ in range(len(KEYS) + 1):
+            page = response.json()
+            assert len(page["streams"]) <= limit, page
+            listed += [stream["stream_id"] for stream in page["streams"]]
+            if page["next_cursor"] is None:
+                return listed
+            response = self.cluster.call(node, who, "GET", f"{path}&cursor={page['next_cursor']}")
+            expect(response, {200}, f"next page after {page['next_cursor']}")
+        raise AssertionError(f"the listing {path} never ended: {listed}")
+
     @rule(pick=PICK, sub=st.sampled_from(["alice", "bob", "carol", "dave", "ops"]), away=AWAY,
           after=st.integers(0, 6))
     def read(self, pick: int, sub: str, away: bool, after: int) -> None:
