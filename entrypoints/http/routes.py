@@ -14,7 +14,7 @@ from litestar.openapi.datastructures import ResponseSpec
 
 from application.views import API_PREFIX
 from domain.records import OBJECT_MAX_BYTES
-from entrypoints.http.auth import Authenticator
+from entrypoints.http.auth import Authenticator, SubscribeAuthenticator
 from entrypoints.http.handlers import (
     consumers,
     lifecycle,
@@ -26,6 +26,7 @@ from entrypoints.http.handlers import (
     viewer,
 )
 from entrypoints.http.handlers.subscribe import subscribe
+from entrypoints.http.handlers.subscribe_token import mint_subscribe_token
 from entrypoints.http.problems import PROBLEM_MEDIA_TYPE
 from entrypoints.http.sse import release_on_exit
 from entrypoints.settings import Settings
@@ -56,7 +57,8 @@ def problems(*statuses: int) -> dict[int, ResponseSpec]:
             for status in sorted({401, *statuses})}
 
 
-def api_router(settings: Settings, auth: Authenticator) -> Router:
+def api_router(settings: Settings, auth: Authenticator,
+               subscribe_auth: SubscribeAuthenticator) -> Router:
     small = settings.max_body_bytes
     handlers: list[HTTPRouteHandler] = [
         post(RUN + "/streams", status_code=201, request_max_body_size=small,
@@ -82,13 +84,16 @@ def api_router(settings: Settings, auth: Authenticator) -> Router:
             records.read_records),
         get(STREAM + "/subscribe", summary="Follow a stream (Server-Sent Events)",
             tags=["records"], media_type="text/event-stream", middleware=[release_on_exit],
-            dependencies={"principal": Provide(auth.from_header_or_query,
+            dependencies={"principal": Provide(subscribe_auth.from_header_or_query,
                                                sync_to_thread=False)},
             responses={200: ResponseSpec(
                 data_container=str, media_type="text/event-stream", generate_examples=False,
                 description="A text/event-stream of `record`, `live`, `resync` and `end` "
                             "events and `: ping` comments."),
                        **problems(400, 403, 404, 410, 429)})(subscribe),
+        post(STREAM + "/subscribe-token", status_code=201, request_max_body_size=small,
+             summary="Mint a short-lived subscribe token for `?access_token=`",
+             tags=["records"], responses=problems(400, 403, 404))(mint_subscribe_token),
         post(STREAM + "/consumers/{consumer_id:str}/ack", status_code=200,
              request_max_body_size=small, summary="Acknowledge a consumer's progress",
              tags=["consumers"], responses=problems(400, 403, 404, 409))(consumers.ack),

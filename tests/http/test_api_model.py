@@ -322,6 +322,45 @@ class ApiModel(RuleBasedStateMachine):
             assert got == [(s, c) for s, c in sorted(model.records.items()) if s > after], (
                 f"records read: {got}")
 
+    @rule(pick=PICK, sub=st.sampled_from(["alice", "bob", "carol", "dave", "ops"]), away=AWAY,
+          other=PICK)
+    def subscribe_token(self, pick: int, sub: str, away: bool, other: int) -> None:
+        """SPEC §12: minted for whoever may follow the stream; then read-only and good for
+        that one stream's subscription only (`?access_token=`)."""
+        key = self.key_of(pick)
+        model = self.streams.get(key)
+        node = self.node(key, away)
+        response = self.call(key, sub, away, "POST", "/subscribe-token")
+        refusals = self.gate(key, "audit" if sub == "ops" else sub, R, "readers", away,
+                             home_only=False)
+        if model is not None:
+            refusals += [(not model.may(sub, "readers"), 403),  # §10: admin included
+                         (away and not model.pins["wide_egress"], 403)]
+        allowed = verdict({201}, *refusals) | ({403} if sub == "ops" else set())
+        expect(response, allowed, f"subscribe_token {key} by {sub}")
+        if model is None or response.status_code != 201:
+            return
+        minted = response.json()["token"]
+        who, path = (key[0], sub), f"/runs/{key[1]}/streams/{key[2]}"
+        as_bearer = {"authorization": f"Bearer {minted}"}
+        for method, tail in (("GET", "/records"), ("GET", ""), ("POST", "/subscribe-token")):
+            used = self.cluster.run(self.cluster.request(node, who, method, path + tail,
+                                                         headers=as_bearer))
+            expect(used, {401}, f"subscribe_token used on {method} {tail or 'stream'}")
+        elsewhere = self.key_of(other)
+        if elsewhere[1:] != key[1:]:
+            stray = f"/runs/{elsewhere[1]}/streams/{elsewhere[2]}/subscribe?access_token="
+            used = self.cluster.run(self.cluster.request(node, who, "GET", stray + minted,
+                                                         headers={}))
+            expect(used, {404}, f"subscribe_token of {key} used on {elsewhere}")
+        if model.closed:
+            followed = self.cluster.run(self.cluster.request(
+                node, who, "GET", f"{path}/subscribe?access_token={minted}", headers={}))
+            expect(followed, {200}, f"subscribe with the token of {key}")
+            records = [(f["sequence"], core(f)) for name, f in sse_events(followed.text)
+                       if name == "record"]
+            assert records == sorted(model.records.items()), f"SSE records: {records}"
+
     @rule(pick=PICK, sub=st.sampled_from(["alice", "bob", "carol", "dave", "audit"]),
           away=AWAY, consumer=st.sampled_from(["ui", "ux", "rogue"]), back=st.integers(-1, 2))
     def ack(self, pick: int, sub: str, away: bool, consumer: str, back: int) -> None:

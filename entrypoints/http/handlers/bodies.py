@@ -12,6 +12,8 @@ from typing import Annotated, Any
 
 import msgspec
 
+from entrypoints.subscribe_tokens import DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS
+
 Sequence = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
 
 
@@ -53,3 +55,10 @@ class PrepareObjectBody(msgspec.Struct, forbid_unknown_fields=True):
     size: Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
     content_type: str
     schema: str | None = None
+
+
+class SubscribeTokenBody(msgspec.Struct, forbid_unknown_fields=True):
+    """`ttl_seconds`: the token's lifetime, 1–300 (default 60); it never outlives the
+    caller's own token."""
+
+    ttl_seconds: Annotated[int, msgspec.Meta(ge=1, le=MAX_TTL_SECONDS)] = DEFAULT_TTL_SECONDS
