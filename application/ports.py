@@ -195,13 +195,17 @@ class StreamStore(Protocol):
     tenant, so another tenant's stream is simply not found.
     """
 
-    async def create(self, stream: Stream) -> tuple[Stream, bool]:
+    async def create(self, stream: Stream,
+                     max_streams_per_run: int | None = None) -> tuple[Stream, bool]:
         """Insert a new stream and return it with True; if the key exists already,
         return the stored stream unchanged with False.
 
         Raises `RunErased` when its run is marked erased. Creation and
         `mark_run_erased` serialize on the run, on every node: a create either answered
-        before the mark (and `list_run` after the mark returns its stream) or is refused."""
+        before the mark (and `list_run` after the mark returns its stream) or is refused.
+        With `max_streams_per_run`, a new stream in a run that already holds that many is
+        refused with `TooManyStreams` (an existing one is still returned); creates of one
+        run serialize on every node, so the run never holds more."""
         ...
 
     def lock(self, key: StreamKey) -> AbstractAsyncContextManager[StreamSession]:
@@ -223,7 +227,11 @@ class StreamStore(Protocol):
         """The latest committed state, without a lock."""
         ...
 
-    async def list_run(self, run: RunKey) -> Sequence[Stream]: ...
+    async def list_run(self, run: RunKey, after: str | None = None,
+                       limit: int | None = None) -> Sequence[Stream]:
+        """The run's streams in ascending `stream_id` order (Python's string order), only
+        those above `after` when given, at most `limit` when given."""
+        ...
 
     async def streams_with_retention(self, after: StreamKey | None, limit: int,
                                      home: str) -> Sequence[StreamKey]:

@@ -9,6 +9,7 @@ from typing import Any
 
 from domain.errors import InvalidRecord, TooLarge
 from domain.live_chunk import compact_json
+from domain.media_type import validate_media_type
 from domain.redaction import redact
 
 INLINE_MAX_BYTES = 64 * 1024
@@ -54,9 +55,8 @@ def draft_from_wire(item: Any, mask: tuple[str, ...]) -> Draft:
     if key is not None and (not isinstance(key, str) or not 0 < len(key) <= IDEMPOTENCY_KEY_MAX):
         raise InvalidRecord(f"idempotency_key must be a string of 1-{IDEMPOTENCY_KEY_MAX} chars")
     content_type = item.get("content_type")
-    if content_type is not None and (not isinstance(content_type, str)
-                                     or not 0 < len(content_type) <= 255):
-        raise InvalidRecord("content_type must be a string of 1-255 chars")
+    if content_type is not None:
+        validate_media_type(content_type)
     if ("payload" in item) == ("data" in item):
         raise InvalidRecord("a record carries exactly one of payload or data")
     if "payload" in item:

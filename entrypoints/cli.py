@@ -61,10 +61,6 @@ class _Server(uvicorn.Server):
 
 def _banner(settings: Settings, host: str, port: int) -> str:
     url = f"http://{host}:{port}"
-    ttl = min(DEV_TOKEN_TTL_SECONDS, settings.max_token_lifetime_seconds)
-    token = mint_token(settings.resolved_jwt_secret(), tenant=DEV_TENANT, sub=DEV_SUBJECT,
-                       scopes=DEV_SCOPES, ttl_seconds=ttl, issuer=settings.jwt_issuer,
-                       audience=settings.jwt_audience)
     storage = ("in memory (nothing survives exit)" if settings.storage == "memory"
                else "Postgres at RUNNEL_DATABASE_URL" if settings.database_url
                else f"embedded Postgres under {settings.data_dir.resolve()}")
@@ -74,12 +70,32 @@ def _banner(settings: Settings, host: str, port: int) -> str:
         f"  inputs:    input records {_inputs(settings)}"
         + ("" if settings.workers else " (this process runs no workers: `runnel worker` "
            "delivers with its own RUNNEL_WAIT_SERVICE)"),
-        f"  API docs:  {url}/schema  (OpenAPI: {url}/schema/openapi.json)",
-        f"  dev token: tenant {DEV_TENANT!r}, sub {DEV_SUBJECT!r}, scopes {', '.join(DEV_SCOPES)},"
-        + (f" valid {ttl // 3600} h" if ttl >= 3600 else f" valid {ttl} s"),
-        f"  export RUNNEL_TOKEN={token}",
+        f"  API docs:  {url}/schema  (self-contained; OpenAPI: {url}/schema/openapi.json)",
+        *_token_lines(settings),
         f'  curl -H "Authorization: Bearer $RUNNEL_TOKEN" {url}{API_PREFIX}/runs/demo/streams',
     ])
+
+
+def is_local_default(settings: Settings) -> bool:
+    """The embedded default (no database configured) or the in-memory simulation: a
+    single-machine setup whose data only its own user reaches. Only there does `serve`
+    print a ready-made admin token (ADR 0025)."""
+    return settings.storage == "memory" or not settings.database_url
+
+
+def _token_lines(settings: Settings) -> list[str]:
+    if not is_local_default(settings):
+        return ["  tokens:    none printed on a configured database; mint one per client:",
+                "  export RUNNEL_TOKEN=$(runnel token --tenant T --sub S "
+                "--scopes streams:read,streams:write --ttl 3600)"]
+    ttl = min(DEV_TOKEN_TTL_SECONDS, settings.max_token_lifetime_seconds)
+    token = mint_token(settings.resolved_jwt_secret(), tenant=DEV_TENANT, sub=DEV_SUBJECT,
+                       scopes=DEV_SCOPES, ttl_seconds=ttl, issuer=settings.jwt_issuer,
+                       audience=settings.jwt_audience)
+    valid = f"{ttl // 3600} h" if ttl >= 3600 else f"{ttl} s"
+    return [f"  dev token: tenant {DEV_TENANT!r}, sub {DEV_SUBJECT!r}, scopes "
+            f"{', '.join(DEV_SCOPES)}, valid {valid} (local default only)",
+            f"  export RUNNEL_TOKEN={token}"]
 
 
 def _inputs(settings: Settings) -> str:

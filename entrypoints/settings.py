@@ -19,6 +19,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from adapters.postgres.pool import DatabaseBounds
 from application.node import NodeSettings
 from client.webhooks import webhook_key
+from domain.credit_ceilings import INT64_MAX, CreditCeilings
+from domain.definition import MAX_OPEN_OBJECTS_CEILING, MAX_UNREAD_ITEMS_CEILING
 
 JWT_SECRET_FILE = "jwt-secret"
 MIN_WEBHOOK_KEY_BYTES = 32
@@ -159,6 +161,17 @@ class Settings(BaseSettings):
     object_regions: tuple[str, ...] = ()
     """Regions the `fs`/`memory` store serves (JSON list); empty → the node's own region."""
 
+    max_streams_per_run: int = Field(1000, gt=0)
+    """Streams one run may hold; a create past it is 409 `too_many_streams` (counted under
+    the run's lock, so it holds across nodes)."""
+    # Ceilings on the credit pins a client may declare at creation (422 above them). Each
+    # admits at least the SPEC default of its pin, so a definition without credit fits.
+    max_unread_items_ceiling: int = Field(100_000, ge=1000, le=MAX_UNREAD_ITEMS_CEILING)
+    max_unread_bytes_ceiling: int = Field(256 * 1024**2, ge=8 * 1024**2, le=INT64_MAX)
+    max_total_items_ceiling: int = Field(10_000_000, ge=100_000, le=INT64_MAX)
+    max_total_bytes_ceiling: int = Field(64 * 1024**3, ge=1024**3, le=INT64_MAX)
+    max_open_objects_ceiling: int = Field(10_000, ge=100, le=MAX_OPEN_OBJECTS_CEILING)
+
     @field_validator("jwt_secret")
     @classmethod
     def _secret_long_enough(cls, value: SecretStr | None) -> SecretStr | None:
@@ -248,6 +261,13 @@ class Settings(BaseSettings):
             delivery_lease_seconds=self.delivery_lease_seconds,
             delivery_max_attempts=self.delivery_max_attempts,
             orphan_grace_seconds=self.orphan_grace_seconds,
+            credit_ceilings=CreditCeilings(
+                max_unread_items=self.max_unread_items_ceiling,
+                max_unread_bytes=self.max_unread_bytes_ceiling,
+                max_total_items=self.max_total_items_ceiling,
+                max_total_bytes=self.max_total_bytes_ceiling,
+                max_open_objects=self.max_open_objects_ceiling),
+            max_streams_per_run=self.max_streams_per_run,
         )
 
     def database_bounds(self) -> DatabaseBounds:

@@ -20,6 +20,7 @@ from litestar.types import ASGIApp
 
 from application.service import RunnelService
 from entrypoints.container import Container, running
+from entrypoints.http.api_docs import api_docs_plugins, api_docs_router
 from entrypoints.http.auth import Authenticator, SubscribeAuthenticator
 from entrypoints.http.connections import ConnectionBudget, ConnectionMetrics
 from entrypoints.http.disconnects import client_disconnects
@@ -88,6 +89,7 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
         lifespan=[lifespan],
         openapi_config=OpenAPIConfig(
             title="Runnel", version=version("runnel"), description=DESCRIPTION, path="/schema",
+            render_plugins=api_docs_plugins(), openapi_router=api_docs_router(),
             components=Components(security_schemes={"BearerToken": SecurityScheme(
                 type="http", scheme="bearer", bearer_format="JWT")})),
         logging_config=None,
