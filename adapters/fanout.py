@@ -49,6 +49,9 @@ class Subscription:
         self._chunks.append(chunk)
         self._signal.set()
 
+    def interrupt(self) -> None:
+        self._signal.set()
+
     async def next(self, timeout: float) -> Wake | LiveChunk | None:
         if not self._wakes and not self._chunks:
             self._signal.clear()

@@ -8,10 +8,12 @@
    repaired within one interval even under steady live chunks;
 4. repair: a wake that reveals a gap is served by reading the gap from the
    store first, and the gap is reported as evidence;
-5. end: `EndFrame("closed")` once a closed stream is delivered whole, or
-   `EndFrame("token_expired")` when the credential that opened the follow expires.
-   Nothing is sent after its expiry; the reader resumes with a fresh credential
-   from `last_sequence` and loses nothing (ADR 0023).
+5. end: `EndFrame("closed")` once a closed stream is delivered whole,
+   `EndFrame("token_expired")` when the credential that opened the follow expires,
+   or `EndFrame("shutdown")` when the node drains (`Follower.drain`). Nothing is
+   sent after either of the last two; the reader resumes from `last_sequence`
+   (with a fresh credential, or at another node) and loses nothing (ADR 0023,
+   ADR 0029).
 
 The transport only turns frames into bytes; everything that decides what a
 reader sees lives here, and is tested with the in-memory bus.
@@ -20,7 +22,7 @@ reader sees lives here, and is tested with the in-memory bus.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Literal
@@ -30,6 +32,7 @@ from application.node import NodeSettings
 from application.ports import (
     GapEvidence,
     LiveChunk,
+    NodeDraining,
     RecordPage,
     RecordReader,
     StoredRecord,
@@ -60,7 +63,7 @@ class KeepaliveFrame:
     pass
 
 
-EndReason = Literal["closed", "token_expired"]
+EndReason = Literal["closed", "token_expired", "shutdown"]
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,8 @@ class Follow:
 
     def __init__(self, key: StreamKey, cursor: int, reader: RecordReader, gaps: GapEvidence,
                  node: NodeSettings, stack: AsyncExitStack, wakes: WakeSubscription | None,
-                 first_page: RecordPage, expires_in: float | None = None) -> None:
+                 first_page: RecordPage, expires_in: float | None = None,
+                 on_close: Callable[[Follow], None] | None = None) -> None:
         self.key = key
         self.cursor = cursor
         self._reader = reader
@@ -99,24 +103,37 @@ class Follow:
         """Loop time of the next keepalive tick: a re-read at least once per interval."""
         self._expires_in = expires_in
         self._ends_at = float("inf")
-        """Loop time at which the follow's credential expires."""
+        """Loop time at which the follow ends early: its credential expires, or the node
+        drains (then it is in the past)."""
+        self._end_reason: EndReason = "token_expired"
+        self._on_close = on_close
 
     @property
     def holds_wake_registration(self) -> bool:
         return self._wakes is not None
 
     async def close(self) -> None:
+        if self._on_close is not None:
+            self._on_close(self)
+            self._on_close = None
         self._wakes = None
         await self._stack.aclose()
+
+    def drain(self) -> None:
+        """End with `EndFrame("shutdown")` at the next frame, without waiting for a wake."""
+        self._end_reason = "shutdown"
+        self._ends_at = float("-inf")
+        if self._wakes is not None:
+            self._wakes.interrupt()
 
     async def frames(self) -> AsyncIterator[Frame]:
         loop = asyncio.get_running_loop()
         self._tick_at = loop.time() + self._node.keepalive_seconds
-        if self._expires_in is not None:
+        if self._expires_in is not None and self._end_reason != "shutdown":
             self._ends_at = loop.time() + self._expires_in
         while True:
             if loop.time() >= self._ends_at:
-                yield EndFrame(self.cursor, "token_expired")
+                yield EndFrame(self.cursor, self._end_reason)
                 return
             while self._page is not None:
                 page, self._page = self._page, None
@@ -203,6 +220,8 @@ class Follower:
         self._gaps = gaps
         self._node = node
         self.slots = slots
+        self._open: set[Follow] = set()
+        self._draining = False
 
     async def authorize(self, principal: Principal, run_id: str,
                         stream_id: str) -> tuple[StreamKey, Stream]:
@@ -218,6 +237,8 @@ class Follower:
                    live: bool = False, expires_in: float | None = None) -> Follow:
         """`expires_in`: seconds until the principal's credential expires; the follow ends
         there with `EndFrame("token_expired")`."""
+        if self._draining:
+            raise NodeDraining("this node is shutting down; subscribe at another node")
         key, stream = await self.authorize(principal, run_id, stream_id)
         # A best-effort stream has nothing stored: its readers exist for the live chunks.
         live = live or stream.definition.mode == "best_effort"
@@ -239,8 +260,22 @@ class Follower:
         except BaseException:
             await stack.aclose()
             raise
-        return Follow(key, after, self._reader, self._gaps, self._node, stack, wakes, page,
-                      expires_in)
+        follow = Follow(key, after, self._reader, self._gaps, self._node, stack, wakes, page,
+                        expires_in, on_close=self._open.discard)
+        self._open.add(follow)
+        return follow
+
+    def drain(self) -> int:
+        """The node is about to stop: every open follow ends with `EndFrame("shutdown")`,
+        and no new one opens. Returns how many were ended."""
+        self._draining = True
+        for follow in self._open:
+            follow.drain()
+        return len(self._open)
+
+    @property
+    def open_follows(self) -> int:
+        return len(self._open)
 
     async def close(self) -> None:
         """The node is shutting down: stop renewing slots."""

@@ -280,6 +280,10 @@ class WakeSubscription(Protocol):
         """
         ...
 
+    def interrupt(self) -> None:
+        """Make a pending (or the next) `next()` return at once, as if it timed out."""
+        ...
+
 
 class WakeBus(Protocol):
     """Fan-out of wake signals and live chunks to readers in this process.
@@ -309,6 +313,10 @@ class ListedObject:
     key: str
     modified_at: datetime
     """When the body was written (timezone-aware UTC)."""
+
+
+class NodeDraining(Exception):
+    """This node is shutting down and takes no new subscriptions (another node does)."""
 
 
 class StoreUnavailable(Exception):

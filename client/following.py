@@ -4,7 +4,9 @@ The follower keeps the cursor: a reconnect resumes with `Last-Event-ID` set to
 the last sequence it yielded, and anything at or below it is dropped, so a
 caller sees every record exactly once, in order. The server ends a subscription
 when its token expires (`event: end`, reason `token_expired`, ADR 0023): with a
-token provider the follower asks it for a fresh token and resumes at once.
+token provider the follower asks it for a fresh token and resumes at once. A
+node that stops ends its subscriptions with reason `shutdown` (ADR 0029): the
+follower reconnects after a jittered backoff, at whichever node answers.
 With `live=True` it also applies the two-layer rules of `client.layers` (ADR
 0019): no live chunk of a step whose record arrived, none of an attempt older
 than the newest seen for its step.
@@ -13,6 +15,8 @@ than the newest seen for its step.
 from __future__ import annotations
 
 import json
+import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,8 +73,11 @@ class FollowState:
             return self.steps.admit(json.loads(data))
         if event == "end":
             end = json.loads(data) if data else {}
-            if isinstance(end, dict) and end.get("reason") == "token_expired":
+            reason = end.get("reason") if isinstance(end, dict) else None
+            if reason == "token_expired":
                 raise TokenExpired(self.cursor)
+            if reason == "shutdown":
+                raise Unavailable("the node is shutting down")
             raise StreamEnded
         if event == "resync":
             problem = json.loads(data)
@@ -78,5 +85,8 @@ class FollowState:
         return None
 
 
-def backoff(attempt: int) -> float:
-    return float(min(5.0, 0.1 * 2 ** min(attempt, 6)))
+def backoff(attempt: int, draw: Callable[[float, float], float] = random.uniform) -> float:
+    """Seconds before reconnect `attempt`: exponential up to 5 s, jittered over its upper
+    half, so readers cut at once (a node stopping) do not come back at once."""
+    ceiling = min(5.0, 0.1 * 2 ** min(attempt, 6))
+    return draw(ceiling / 2, ceiling)

@@ -14,7 +14,7 @@ import re
 import socket
 import sys
 from importlib.metadata import version
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 from pydantic import ValidationError
@@ -27,13 +27,13 @@ from entrypoints.settings import ConfigurationError, Settings
 from entrypoints.token_redaction import RedactTokens
 from entrypoints.tokens import mint_token
 
+if TYPE_CHECKING:
+    from entrypoints.http.draining import Draining
+
 DEV_TENANT = "dev"
 DEV_SUBJECT = "developer"
 DEV_SCOPES = ("streams:read", "streams:write", "streams:admin")
 DEV_TOKEN_TTL_SECONDS = 24 * 3600
-GRACEFUL_SHUTDOWN_SECONDS = 5
-"""Open subscriptions never end on their own; after this long on shutdown they are cut
-(readers resume with Last-Event-ID)."""
 
 
 def _version(_: argparse.Namespace) -> int:
@@ -44,9 +44,19 @@ def _version(_: argparse.Namespace) -> int:
 class _Server(uvicorn.Server):
     """Uvicorn, announcing where to go once the app has started and the socket listens."""
 
-    def __init__(self, config: uvicorn.Config, settings: Settings) -> None:
+    def __init__(self, config: uvicorn.Config, settings: Settings,
+                 draining: Draining | None = None) -> None:
         super().__init__(config)
         self._settings = settings
+        self._draining = draining
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """Readiness off for the pre-stop delay, every subscription ended with a frame,
+        then uvicorn's own shutdown (ADR 0029)."""
+        if self._draining is not None and self.started:
+            await self._draining.drain(self._settings.prestop_seconds,
+                                       self._settings.shutdown_grace_seconds)
+        await super().shutdown(sockets)
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
@@ -130,17 +140,20 @@ def _log_config(settings: Settings) -> dict[str, Any]:
 def _serve(args: argparse.Namespace) -> int:
     from entrypoints.http import create_asgi_app
     from entrypoints.http.connections import ConnectionBudget, bounded_protocol, connection_limits
+    from entrypoints.http.draining import Draining
 
     settings = Settings(workers=False) if args.no_workers else Settings()
     budget = ConnectionBudget(connection_limits(settings))
+    draining = Draining()
     config = uvicorn.Config(
-        create_asgi_app(settings, budget), host=args.host, port=args.port, lifespan="on",
+        create_asgi_app(settings, budget, draining), host=args.host, port=args.port,
+        lifespan="on",
         log_config=_log_config(settings), access_log=args.access_log, proxy_headers=False,
-        server_header=False, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+        server_header=False, timeout_graceful_shutdown=int(settings.shutdown_grace_seconds),
         http=bounded_protocol(budget), ws="none",
         timeout_keep_alive=settings.idle_timeout_seconds,  # type: ignore[arg-type]
     )
-    _Server(config, settings).run()
+    _Server(config, settings, draining).run()
     return 0
 
 

@@ -109,6 +109,9 @@ class _CountingSubscription:
             self._metrics.wakes.inc()
         return signal
 
+    def interrupt(self) -> None:
+        self._inner.interrupt()
+
 
 class CountingWakeBus:
     """Counts wakes as local readers receive them."""

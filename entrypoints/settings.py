@@ -106,6 +106,12 @@ class Settings(BaseSettings):
     """The server ends a session idle inside a transaction after this long (its locks go)."""
     db_keepalive_seconds: float = Field(10.0, ge=1)
     """TCP keepalive idle time, both ways; a silent peer is given up after about twice it."""
+    prestop_seconds: float = Field(0.0, ge=0)
+    """On SIGTERM, how long `/readyz` is 503 while the node still serves, before its
+    subscriptions are ended: set it to what your balancer needs to notice (ADR 0029)."""
+    shutdown_grace_seconds: float = Field(5.0, gt=0)
+    """On SIGTERM, how long ended subscriptions and open requests get to finish before
+    the rest is cut."""
     auto_migrate: bool = True
     """Apply pending migrations when a node starts. `false` makes `runnel migrate` a deploy
     step of its own: a node then refuses to start unless the database is exactly at its

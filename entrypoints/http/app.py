@@ -19,11 +19,13 @@ from litestar.openapi.spec import Components, SecurityScheme
 from litestar.types import ASGIApp
 
 from application.service import RunnelService
+from entrypoints.backend import NodeUnready
 from entrypoints.container import Container, running
 from entrypoints.http.api_docs import api_docs_plugins, api_docs_router
 from entrypoints.http.auth import Authenticator, SubscribeAuthenticator
 from entrypoints.http.connections import ConnectionBudget, ConnectionMetrics
 from entrypoints.http.disconnects import client_disconnects
+from entrypoints.http.draining import Draining
 from entrypoints.http.handlers.operations import Probe
 from entrypoints.http.limits import header_limit
 from entrypoints.http.problems import problem_response
@@ -46,8 +48,10 @@ subscription ends with `event: end` `{"reason": "token_expired"}` when its token
 expires. Errors are `application/problem+json` with a stable `code`."""
 
 
-def create_app(settings: Settings, container: Container | None = None) -> Litestar:
+def create_app(settings: Settings, container: Container | None = None,
+               draining: Draining | None = None) -> Litestar:
     container = container if container is not None else Container(settings=settings)
+    draining = draining if draining is not None else Draining()
     metrics: Metrics = container.metrics()
     auth = Authenticator.from_settings(settings)
     subscribe_tokens = SubscribeTokens(settings.resolved_jwt_secret())
@@ -59,7 +63,14 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
         return metrics
 
     def provide_probe() -> Probe:
-        return container.backend().probe
+        probe = container.backend().probe
+
+        async def unless_draining() -> None:
+            if draining.begun:
+                raise NodeUnready("this node is shutting down")
+            await probe()
+
+        return unless_draining
 
     def provide_subscribe_tokens() -> SubscribeTokens:
         return subscribe_tokens
@@ -70,6 +81,7 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
         async with running(container), auth.kept_current(
                 container.backend().revoked, container.clock(),
                 settings.revocation_refresh_seconds):
+            draining.attach(lambda: container.service().follower)
             yield
 
     return Litestar(
@@ -97,12 +109,15 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
     )
 
 
-def create_asgi_app(settings: Settings, connections: ConnectionBudget | None = None) -> ASGIApp:
+def create_asgi_app(settings: Settings, connections: ConnectionBudget | None = None,
+                    draining: Draining | None = None) -> ASGIApp:
     """What the server runs: the app behind the event-stream transport (coalesced writes,
-    stall bound); `connections`, the server's connection budget, is reported in /metrics."""
+    stall bound); `connections`, the server's connection budget, is reported in /metrics;
+    `draining` is how the server ends the node's subscriptions before it stops."""
     container = Container(settings=settings)
     metrics: Metrics = container.metrics()
     if connections is not None:
         metrics.registry.register(ConnectionMetrics(connections))
-    return EventStreamTransport(create_app(settings, container), settings.sse_stall_seconds,
+    return EventStreamTransport(create_app(settings, container, draining),
+                                settings.sse_stall_seconds,
                                 on_stall=metrics.stalled.inc)

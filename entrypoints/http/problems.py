@@ -30,7 +30,7 @@ from litestar.exceptions import (
 )
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 
-from application.ports import ObjectRegionUnavailable, StoreUnavailable
+from application.ports import NodeDraining, ObjectRegionUnavailable, StoreUnavailable
 from domain import errors as e
 from entrypoints.token_redaction import redact_tokens
 
@@ -107,6 +107,7 @@ PROBLEMS: dict[type[Exception], tuple[int, str]] = {
     ObjectRegionUnavailable: (503, "object_region_unavailable"),
     # The database refused or did not answer in time; a write's outcome is unknown.
     StoreUnavailable: (503, "store_unavailable"),
+    NodeDraining: (503, "shutting_down"),
     ValidationException: (400, "invalid_request"),
     SerializationException: (400, "invalid_body"),
     NotAuthorizedException: (401, "unauthenticated"),
@@ -168,7 +169,8 @@ def _detail(exc: BaseException, status: int) -> str:
         return str(exc.detail).partition("?")[0]  # "Validation failed for GET /path"
     if isinstance(exc, HTTPException):
         return str(exc.detail)
-    if isinstance(exc, HeadersTooLarge | NotReady | ObjectRegionUnavailable | ClientDisconnected):
+    if isinstance(exc, HeadersTooLarge | NotReady | ObjectRegionUnavailable | ClientDisconnected
+                  | NodeDraining):
         return str(exc)
     if isinstance(exc, StoreUnavailable):
         return ("the database did not answer in time; a write may or may not have been "
@@ -185,6 +187,8 @@ def problem_headers(exc: BaseException, status: int) -> dict[str, str]:
         headers["Retry-After"] = str(max(1, int(retry)))
     if isinstance(exc, StoreUnavailable):
         headers["Retry-After"] = str(STORE_RETRY_AFTER_SECONDS)
+    if isinstance(exc, NodeDraining):
+        headers["Retry-After"] = "1"
     if status == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="runnel"'
     if isinstance(exc, HTTPException) and exc.headers:
@@ -199,7 +203,7 @@ def problem_response(request: Request[Any, Any, Any], exc: Exception) -> Respons
     if isinstance(exc, StoreUnavailable):  # expected, and the store's log says why
         log.warning("store unavailable on %s %s: %r", request.method,
                     request.scope.get("path_template", request.url.path), exc.__cause__)
-    elif status >= 500 and not isinstance(exc, NotReady | e.RegionFenced):  # both expected
+    elif status >= 500 and not isinstance(exc, NotReady | e.RegionFenced | NodeDraining):
         log.error("unhandled error on %s %s", request.method, request.scope.get("path_template",
                                                                                 request.url.path),
                   exc_info=exc)

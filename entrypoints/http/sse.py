@@ -6,7 +6,9 @@
 - `event: resync` with the 410 problem body, then the stream ends;
 - `event: end` with `{"reason": "closed", "last_sequence": N}` after close, or
   `{"reason": "token_expired", "last_sequence": N}` when the credential that opened
-  the subscription expires (resume with a fresh one from N), then the stream ends.
+  the subscription expires (resume with a fresh one from N), or `{"reason":
+  "shutdown", …}` with a jittered `retry:` when the node stops (resume anywhere
+  from N), then the stream ends.
 
 Frames are pulled from the follow only when the transport took the previous
 one, so a slow reader costs one frame plus the socket buffers, never a queue.
@@ -15,6 +17,7 @@ one, so a slow reader costs one frame plus the socket buffers, never a queue.
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -36,6 +39,8 @@ from domain.errors import CursorPruned
 from entrypoints.http.problems import problem_body
 from entrypoints.metrics import Metrics
 
+SHUTDOWN_RETRY_MS = (500, 5000)
+"""The `retry:` of a shutdown `end` frame is drawn from this range (milliseconds)."""
 YIELD_EVERY_FRAMES = 32
 """A backfill from memory may never suspend on its own; yield to the loop this often so
 a disconnect is noticed and other requests are served."""
@@ -62,7 +67,10 @@ def to_message(frame: Frame, run_id: str, stream_id: str) -> ServerSentEventMess
         pruned = CursorPruned(frame.requested, frame.earliest, frame.latest)
         return ServerSentEventMessage(event="resync", data=_json(problem_body(pruned)))
     if isinstance(frame, EndFrame):
-        return ServerSentEventMessage(event="end", data=_json(
+        # Readers of a node that stops come back at once: spread them over a few seconds.
+        retry = (random.randint(*SHUTDOWN_RETRY_MS) if frame.reason == "shutdown"
+                 else None)
+        return ServerSentEventMessage(event="end", retry=retry, data=_json(
             {"reason": frame.reason, "last_sequence": frame.last_sequence}))
     raise TypeError(f"unknown frame {frame!r}")
 

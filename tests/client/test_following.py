@@ -7,9 +7,12 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import SecretStr
 
 from client import AsyncRunnelClient, FollowState, Record, ResyncRequired, RunnelError
+from client.following import StreamEnded, Unavailable, backoff
 from domain.identifiers import StreamKey
 from entrypoints.container import Container, running
 from entrypoints.settings import Settings
@@ -106,3 +109,19 @@ async def test_other_refusals_are_raised_not_retried(server: RunnelServer,
             async for _ in client.follow(run_id, "ghost"):
                 pass
     assert (raised.value.status, raised.value.code) == (404, "not_found")
+
+
+def test_a_shutdown_end_frame_means_reconnect_not_the_end() -> None:
+    state = FollowState(cursor=3)
+    with pytest.raises(Unavailable):
+        state.accept("end", '{"reason": "shutdown", "last_sequence": 3}')
+    with pytest.raises(StreamEnded):
+        state.accept("end", '{"reason": "closed", "last_sequence": 3}')
+
+
+@given(st.integers(min_value=0, max_value=50))
+def test_reconnect_backoff_is_jittered_within_its_upper_half(attempt: int) -> None:
+    ceiling = min(5.0, 0.1 * 2 ** min(attempt, 6))
+    assert backoff(attempt, lambda low, high: low) == ceiling / 2
+    assert backoff(attempt, lambda low, high: high) == ceiling
+    assert ceiling / 2 <= backoff(attempt) <= ceiling
