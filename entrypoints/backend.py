@@ -103,6 +103,8 @@ async def _postgres_backend(dsn: str, settings: Settings) -> AsyncIterator[Backe
         await ensure_current(dsn)
     pg = await open_postgres(dsn, region=settings.region, migrate=settings.auto_migrate,
                              listen=True, listen_dsn=settings.listen_database_url,
+                             pool_size=settings.db_pool_size,
+                             commit_connections=settings.db_commit_connections,
                              bounds=settings.database_bounds())
 
     async def probe() -> None:

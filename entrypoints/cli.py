@@ -1,4 +1,5 @@
-"""The `runnel` command: serve, worker, migrate, fence, unfence, token, revoke, tail, version.
+"""The `runnel` command: serve, worker, config, migrate, fence, unfence, token, revoke, tail,
+log-id, version.
 
 Configuration comes from `RUNNEL_*` environment variables (see
 `entrypoints.settings`); flags only choose what this invocation does.
@@ -143,6 +144,7 @@ def _serve(args: argparse.Namespace) -> int:
     from entrypoints.http.draining import Draining
 
     settings = Settings(workers=False) if args.no_workers else Settings()
+    _preflight(settings)
     budget = ConnectionBudget(connection_limits(settings))
     draining = Draining()
     config = uvicorn.Config(
@@ -160,7 +162,23 @@ def _serve(args: argparse.Namespace) -> int:
 def _worker(_: argparse.Namespace) -> int:
     from entrypoints.worker_host import run
 
-    run(Settings())
+    settings = Settings()
+    _preflight(settings)
+    run(settings)
+    return 0
+
+
+def _preflight(settings: Settings) -> None:
+    """Wait for the database and check its schema before the node starts (`startup.py`)."""
+    from entrypoints.startup import preflight
+
+    asyncio.run(preflight(settings))
+
+
+def _config(_: argparse.Namespace) -> int:
+    from entrypoints.config_listing import config_rows, render
+
+    print(render(config_rows(Settings())))
     return 0
 
 
@@ -293,6 +311,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("worker", help="run only the background workers").set_defaults(
         handler=_worker)
 
+    commands.add_parser("config", help="list every setting, its default and its source"
+                        ).set_defaults(handler=_config)
     commands.add_parser("migrate", help="apply database migrations").set_defaults(
         handler=_migrate)
 
@@ -340,9 +360,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from entrypoints.startup import StartupRefused, unknown_variables
+
     args = build_parser().parse_args(argv)
+    for warning in unknown_variables(os.environ):
+        print(f"runnel {args.command}: warning: {warning}", file=sys.stderr)
     try:
         return int(args.handler(args))
+    except StartupRefused as refused:
+        print(f"runnel {args.command}: {refused}", file=sys.stderr)
+        return 2
     except ValidationError as error:  # a RUNNEL_* variable: say which, without a traceback
         problems = [_setting_problem(problem) for problem in error.errors()]
         if len(problems) == 1:

@@ -106,6 +106,15 @@ class Settings(BaseSettings):
     """The server ends a session idle inside a transaction after this long (its locks go)."""
     db_keepalive_seconds: float = Field(10.0, ge=1)
     """TCP keepalive idle time, both ways; a silent peer is given up after about twice it."""
+    env: Literal["development", "production"] = "development"
+    """`production` refuses to start on the defaults made for a laptop: it needs an explicit
+    `RUNNEL_DATABASE_URL` and `RUNNEL_JWT_SECRET`."""
+    startup_timeout_seconds: float = Field(30.0, ge=0)
+    """How long a starting node waits, retrying, for a configured database to answer."""
+    db_pool_size: int = Field(10, ge=1)
+    """Connections in the node's pool (the LISTEN connection is one more)."""
+    db_commit_connections: int = Field(3, ge=1)
+    """Group-commit transactions in flight at once; the pool keeps two more for reads."""
     prestop_seconds: float = Field(0.0, ge=0)
     """On SIGTERM, how long `/readyz` is 503 while the node still serves, before its
     subscriptions are ended: set it to what your balancer needs to notice (ADR 0029)."""
@@ -201,6 +210,19 @@ class Settings(BaseSettings):
                              "secrets; print('whsec_' + base64.b64encode(secrets.token_bytes"
                              "(32)).decode())\"")
         return value
+
+    @model_validator(mode="after")
+    def _production_is_explicit(self) -> Settings:
+        if self.env == "production":
+            missing = [name for name, value in (("RUNNEL_DATABASE_URL", self.database_url),
+                                                ("RUNNEL_JWT_SECRET", self.jwt_secret))
+                       if value is None]
+            if self.storage != "postgres":
+                missing.append("RUNNEL_STORAGE=postgres")
+            if missing:
+                raise ValueError("RUNNEL_ENV=production needs " + " and ".join(missing)
+                                 + " set explicitly")
+        return self
 
     @model_validator(mode="after")
     def _wait_service_fits(self) -> Settings:
