@@ -27,9 +27,16 @@ from domain.errors import (
     TooLarge,
 )
 from domain.identifiers import StreamKey, object_intent_id
-from domain.records import OBJECT_MAX_BYTES, ObjectRef
+from domain.records import (
+    CONTENT_TYPE_MAX_LENGTH,
+    IDEMPOTENCY_KEY_MAX,
+    OBJECT_MAX_BYTES,
+    ObjectRef,
+)
+from domain.text import is_storable
 
-_SHA256 = re.compile(r"[0-9a-f]{64}")
+SHA256_REGEX = "^[0-9a-f]{64}$"
+_SHA256 = re.compile(SHA256_REGEX)
 
 
 class IntentState(StrEnum):
@@ -65,16 +72,21 @@ class ObjectPins:
     schema: str | None = None
 
     def validate(self) -> ObjectPins:
-        if not 0 < len(self.idempotency_key) <= 200:
-            raise InvalidRecord("idempotency_key must be 1-200 chars")
+        for name in ("idempotency_key", "content_type", "schema"):
+            value = getattr(self, name)
+            if value is not None and not is_storable(value):
+                raise InvalidRecord(f"{name} may not contain U+0000 or lone surrogates",
+                                    field=name)
+        if not 0 < len(self.idempotency_key) <= IDEMPOTENCY_KEY_MAX:
+            raise InvalidRecord(f"idempotency_key must be 1-{IDEMPOTENCY_KEY_MAX} chars")
         if _SHA256.fullmatch(self.sha256) is None:
             raise InvalidRecord("sha256 must be 64 lowercase hex characters")
         if self.size < 0:
             raise InvalidRecord("size must be non-negative")
         if self.size > OBJECT_MAX_BYTES:
             raise TooLarge(f"object body exceeds {OBJECT_MAX_BYTES} bytes", limit=OBJECT_MAX_BYTES)
-        if not 0 < len(self.content_type) <= 255:
-            raise InvalidRecord("content_type must be 1-255 chars")
+        if not 0 < len(self.content_type) <= CONTENT_TYPE_MAX_LENGTH:
+            raise InvalidRecord(f"content_type must be 1-{CONTENT_TYPE_MAX_LENGTH} chars")
         return self
 
 

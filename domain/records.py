@@ -10,10 +10,15 @@ from typing import Any
 from domain.errors import InvalidRecord, TooLarge
 from domain.live_chunk import compact_json
 from domain.redaction import redact
+from domain.text import is_storable
 
 INLINE_MAX_BYTES = 64 * 1024
 OBJECT_MAX_BYTES = 32 * 1024 * 1024
 IDEMPOTENCY_KEY_MAX = 200
+CONTENT_TYPE_MAX_LENGTH = 255
+BASE64_REGEX = "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
+"""What `base64.b64decode(…, validate=True)` accepts, spelled for the published schema (the
+fuzz targets check the two agree)."""
 
 
 @dataclass(frozen=True)
@@ -51,12 +56,16 @@ def draft_from_wire(item: Any, mask: tuple[str, ...]) -> Draft:
     if unknown:
         raise InvalidRecord(f"unknown record fields: {sorted(unknown)}")
     key = item.get("idempotency_key")
-    if key is not None and (not isinstance(key, str) or not 0 < len(key) <= IDEMPOTENCY_KEY_MAX):
-        raise InvalidRecord(f"idempotency_key must be a string of 1-{IDEMPOTENCY_KEY_MAX} chars")
+    if key is not None and (not isinstance(key, str) or not 0 < len(key) <= IDEMPOTENCY_KEY_MAX
+                            or not is_storable(key)):
+        raise InvalidRecord(f"idempotency_key must be a string of 1-{IDEMPOTENCY_KEY_MAX} chars",
+                            field="idempotency_key")
     content_type = item.get("content_type")
     if content_type is not None and (not isinstance(content_type, str)
-                                     or not 0 < len(content_type) <= 255):
-        raise InvalidRecord("content_type must be a string of 1-255 chars")
+                                     or not 0 < len(content_type) <= CONTENT_TYPE_MAX_LENGTH
+                                     or not is_storable(content_type)):
+        raise InvalidRecord(f"content_type must be a string of 1-{CONTENT_TYPE_MAX_LENGTH} chars",
+                            field="content_type")
     if ("payload" in item) == ("data" in item):
         raise InvalidRecord("a record carries exactly one of payload or data")
     if "payload" in item:

@@ -23,6 +23,7 @@ from entrypoints.container import Container, running
 from entrypoints.http.auth import Authenticator
 from entrypoints.http.handlers.operations import Probe
 from entrypoints.http.limits import header_limit
+from entrypoints.http.openapi import PublishedRules
 from entrypoints.http.problems import problem_response
 from entrypoints.http.routes import api_router, operation_handlers
 from entrypoints.http.sse_transport import EventStreamTransport
@@ -67,6 +68,7 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
         middleware=[header_limit(settings.max_header_bytes), route_timing(metrics)],
         request_max_body_size=settings.max_body_bytes,
         lifespan=[lifespan],
+        plugins=[PublishedRules()],
         openapi_config=OpenAPIConfig(
             title="Runnel", version=version("runnel"), description=DESCRIPTION, path="/schema",
             components=Components(security_schemes={"BearerToken": SecurityScheme(
