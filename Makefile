@@ -33,11 +33,14 @@ test: lint browser
 browser:
 	test -x /usr/bin/chromium || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
 
-# The long fuzz run (ADR 0026): each atheris target for FUZZ_SECONDS, its corpus kept in
-# .fuzz/<target> between runs; a crash leaves its input in .fuzz/ and stops the run.
+# The long fuzz run (ADR 0026): schemathesis with FUZZ_EXAMPLES cases per operation, then
+# each atheris target for FUZZ_SECONDS, its corpus kept in .fuzz/<target> between runs;
+# a crash leaves its input in .fuzz/ and stops the run.
 FUZZ_SECONDS ?= 300
+FUZZ_EXAMPLES ?= 1000
 FUZZ_TARGETS := cursor last_event_id request_body definition record_payload base64_rule
 fuzz: install
+	RUNNEL_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -x tests/fuzz/test_schemathesis.py
 	@for target in $(FUZZ_TARGETS); do \
 	  mkdir -p .fuzz/$$target && \
 	  echo "fuzzing $$target for $(FUZZ_SECONDS) s" && \

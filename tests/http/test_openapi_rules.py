@@ -52,3 +52,9 @@ def test_bodies_and_answers_carry_their_bounds() -> None:
     page = read["responses"]["200"]["content"]["application/json"]["schema"]
     assert {"records", "next_cursor", "head", "earliest", "closed"} <= set(page["required"])
     assert "application/problem+json" in read["responses"]["431"]["content"]
+
+
+def test_statuses_the_fuzzer_saw_undocumented_are_documented() -> None:
+    """`…/live` on a closed stream answers 409 `stream_closed` (found by schemathesis)."""
+    live = document()["paths"][STREAM + "/live"]["post"]["responses"]
+    assert "application/problem+json" in live["409"]["content"]
