@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,8 +18,9 @@ OBJECT_MAX_BYTES = 32 * 1024 * 1024
 IDEMPOTENCY_KEY_MAX = 200
 CONTENT_TYPE_MAX_LENGTH = 255
 BASE64_REGEX = "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
-"""What `base64.b64decode(…, validate=True)` accepts, spelled for the published schema (the
-fuzz targets check the two agree)."""
+"""Canonical padded base64: the rule for `data`, checked before decoding and published as
+is. The decoder alone also takes excess padding (`AAAA==`), which no encoder writes."""
+_BASE64 = re.compile(BASE64_REGEX)
 
 
 @dataclass(frozen=True)
@@ -79,10 +81,12 @@ def draft_from_wire(item: Any, mask: tuple[str, ...]) -> Draft:
         raise InvalidRecord("data must be a base64 string")
     if len(encoded) > (INLINE_MAX_BYTES * 4) // 3 + 4:
         raise TooLarge(f"inline record exceeds {INLINE_MAX_BYTES} bytes", limit=INLINE_MAX_BYTES)
+    if _BASE64.fullmatch(encoded) is None:
+        raise InvalidRecord("data is not valid base64", field="data")
     try:
         data = base64.b64decode(encoded, validate=True)
     except (binascii.Error, ValueError):
-        raise InvalidRecord("data is not valid base64") from None
+        raise InvalidRecord("data is not valid base64", field="data") from None
     _check_inline(len(data))
     return Draft(content_type or "application/octet-stream", len(data), data=data,
                  idempotency_key=key)

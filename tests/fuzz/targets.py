@@ -27,7 +27,7 @@ import pydantic  # noqa: F401
 with atheris.instrument_imports(include=["domain", "application", "entrypoints"]):
     from domain.cursor import MAX_SEQUENCE, parse_cursor
     from domain.definition import StreamDefinition, build_definition
-    from domain.errors import DomainError, InvalidCursor
+    from domain.errors import DomainError, InvalidCursor, InvalidRecord
     from domain.records import BASE64_REGEX, INLINE_MAX_BYTES, Draft, draft_from_wire
     from domain.text import is_storable
     from entrypoints.http.handlers.bodies import AckBody, AppendBody, LiveBody, PrepareObjectBody
@@ -189,14 +189,23 @@ def _record_like(data: atheris.FuzzedDataProvider) -> dict[str, Any]:
 
 
 def base64_rule(raw: bytes) -> None:
-    """The published `data` pattern accepts exactly what the decoder accepts."""
-    text = atheris.FuzzedDataProvider(raw).ConsumeUnicode(MAX_TEXT)
+    """`data` is accepted exactly when it matches the published pattern, and whatever
+    matches decodes (the pattern is never looser than the decoder)."""
+    data = atheris.FuzzedDataProvider(raw)
+    text = (base64.b64encode(data.ConsumeBytes(48)).decode() + data.ConsumeUnicode(4)
+            if data.ConsumeBool() else data.ConsumeUnicode(MAX_TEXT))
+    published = _BASE64.fullmatch(text) is not None
     try:
-        base64.b64decode(text, validate=True)
-        decodes = True
-    except (binascii.Error, ValueError):
-        decodes = False
-    assert decodes == (_BASE64.fullmatch(text) is not None), repr(text)
+        draft_from_wire({"data": text}, ())
+        accepted = True
+    except InvalidRecord:
+        accepted = False
+    assert accepted == published, repr(text)
+    if published:
+        try:
+            base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError) as error:
+            raise AssertionError(f"published base64 rule too wide: {text!r}") from error
 
 
 def every(raw: bytes) -> None:
