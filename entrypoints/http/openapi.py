@@ -20,7 +20,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-from litestar.openapi.spec import OpenAPIType, Reference, Schema
+from litestar.openapi.spec import (
+    OpenAPIFormat,
+    OpenAPIMediaType,
+    OpenAPIType,
+    Operation,
+    Reference,
+    RequestBody,
+    Schema,
+)
 from litestar.plugins import OpenAPISchemaPlugin
 from litestar.typing import FieldDefinition
 
@@ -35,6 +43,7 @@ from domain.records import (
     CONTENT_TYPE_MAX_LENGTH,
     IDEMPOTENCY_KEY_MAX,
     INLINE_MAX_BYTES,
+    OBJECT_MAX_BYTES,
 )
 from domain.stream import MAX_BATCH
 from entrypoints.http.inputs import MAX_JSON_DEPTH
@@ -215,3 +224,17 @@ CursorText = Annotated[str, Published(cursor_schema())]
 """A cursor as its text arrives (parsed by `entrypoints.http.inputs`), published as the
 integer it must spell."""
 LimitText = Annotated[str, Published(limit_schema())]
+
+
+@dataclass
+class RawBodyOperation(Operation):
+    """The operation of a route that streams its raw body itself (no `data` parameter, so
+    Litestar would document none): any bytes, at most `OBJECT_MAX_BYTES`."""
+
+    def __post_init__(self) -> None:
+        if self.request_body is None:
+            self.request_body = RequestBody(required=True, content={
+                "application/octet-stream": OpenAPIMediaType(schema=Schema(
+                    type=OpenAPIType.STRING, format=OpenAPIFormat.BINARY,
+                    max_length=OBJECT_MAX_BYTES,
+                    description="Exactly the prepared size and SHA-256."))})

@@ -27,6 +27,7 @@ from entrypoints.http.handlers import (
     viewer,
 )
 from entrypoints.http.handlers.subscribe import subscribe
+from entrypoints.http.openapi import RawBodyOperation
 from entrypoints.http.problems import PROBLEM_MEDIA_TYPE
 from entrypoints.http.responses import spec
 from entrypoints.http.sse import release_on_exit
@@ -135,6 +136,7 @@ def object_handlers(settings: Settings) -> list[HTTPRouteHandler]:
              responses={**answers(200, 201, schema=shapes.prepared()),
                         **problems(409, 410, 413, 421, 422, 503)})(objects.prepare_object),
         put(OBJECT + "/body", status_code=200, request_max_body_size=OBJECT_MAX_BYTES,
+            operation_class=RawBodyOperation,
             summary="Upload an object body (raw bytes, streamed)", tags=["objects"],
             responses={**answers(200, schema=shapes.object_state("uploaded")),
                        **problems(409, 410, 413, 421, 422, 503)})(objects.upload_object),

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from domain.identifiers import ID_MAX_LENGTH, ID_REGEX
-from domain.records import IDEMPOTENCY_KEY_MAX
+from domain.records import IDEMPOTENCY_KEY_MAX, OBJECT_MAX_BYTES
 from domain.stream import MAX_BATCH
 from entrypoints.http import create_app
 from entrypoints.settings import Settings
@@ -58,3 +58,9 @@ def test_statuses_the_fuzzer_saw_undocumented_are_documented() -> None:
     """`…/live` on a closed stream answers 409 `stream_closed` (found by schemathesis)."""
     live = document()["paths"][STREAM + "/live"]["post"]["responses"]
     assert "application/problem+json" in live["409"]["content"]
+
+
+def test_the_upload_publishes_its_raw_body() -> None:
+    upload = document()["paths"][STREAM + "/objects/{object_id}/body"]["put"]
+    schema = upload["requestBody"]["content"]["application/octet-stream"]["schema"]
+    assert schema["maxLength"] == OBJECT_MAX_BYTES
