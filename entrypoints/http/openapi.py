@@ -85,9 +85,6 @@ class PublishedRules(OpenAPISchemaPlugin):
 
 
 def _marker(field_definition: FieldDefinition) -> Published | None:
-    extra = field_definition.extra.get("published")
-    if isinstance(extra, Published):
-        return extra
     return next((m for m in field_definition.metadata if isinstance(m, Published)), None)
 
 
