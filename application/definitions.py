@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from application.access import run_key, stream_for_reading, stream_key
 from application.node import NodeSettings
 from application.ports import Clock, StreamStore
 from domain.definition import build_definition
-from domain.errors import DefinitionConflict, NotFound
+from domain.errors import DefinitionConflict, InvalidCursor, NotFound
+from domain.identifiers import validate_id
 from domain.principal import Principal, Scope, may_read
 from domain.residency import (
     ensure_may_serve_metadata_here,
@@ -17,6 +19,22 @@ from domain.residency import (
     may_serve_metadata_here,
 )
 from domain.stream import Stream
+
+DEFAULT_LISTING_LIMIT = 100
+MAX_LISTING_LIMIT = 1000
+
+
+@dataclass(frozen=True)
+class StreamListing:
+    """One page of a run's streams, ascending by `stream_id`.
+
+    `next_cursor` is the last stream id the store read for this page (pass it as
+    `cursor` for the next one), None when no stream of the run comes after it. Streams the principal
+    may not read, or whose metadata this node may not serve, are left out, so a page
+    may hold fewer than `limit` streams (even none) and still have a next one."""
+
+    streams: Sequence[Stream]
+    next_cursor: str | None
 
 
 class StreamDefinitions:
@@ -32,11 +50,11 @@ class StreamDefinitions:
         """Returns the stream and whether it was created now (False: identical re-create)."""
         principal.require_scope(Scope.WRITE)
         run = run_key(principal, run_id)
-        definition = build_definition(raw, self._node.region)
+        definition = build_definition(raw, self._node.region, self._node.credit_ceilings)
         ensure_may_write_here(definition.placement, self._node.region)
         key = run.stream(definition.stream_id)
         stream, created = await self._store.create(
-            Stream.start(key, definition, self._clock.now()))
+            Stream.start(key, definition, self._clock.now()), self._node.max_streams_per_run)
         if stream.definition != definition:
             raise DefinitionConflict("stream exists with a different definition",
                                      stream_id=definition.stream_id)
@@ -47,17 +65,27 @@ class StreamDefinitions:
         return await stream_for_reading(self._store, principal, key, self._node.region,
                                         content=False)
 
-    async def list(self, principal: Principal, run_id: str) -> Sequence[Stream]:
-        """A run exists once it has a stream; an unknown run (or another tenant's) is 404.
-        Only the streams whose metadata this node may serve (home or replica) are listed;
-        a run none of whose streams may be described here is 421."""
+    async def list(self, principal: Principal, run_id: str, cursor: str | None = None,
+                   limit: int = DEFAULT_LISTING_LIMIT) -> StreamListing:
+        """A run exists once it has a stream; an unknown run (or another tenant's) is 404,
+        with or without a cursor. Only the streams whose metadata this node may serve
+        (home or replica) are listed; a run none of whose streams may be described here
+        is 421 (decided on a first page that holds the whole run)."""
         principal.require_scope(Scope.READ)
-        streams = await self._store.list_run(run_key(principal, run_id))
-        if not streams:
+        if not 1 <= limit <= MAX_LISTING_LIMIT:
+            raise InvalidCursor(f"limit must be between 1 and {MAX_LISTING_LIMIT}",
+                                field="limit")
+        if cursor is not None:
+            validate_id(cursor, "cursor")
+        run = run_key(principal, run_id)
+        read = await self._store.list_run(run, cursor, limit + 1)  # one more: is there a next?
+        streams, more = read[:limit], len(read) > limit
+        if not streams and (cursor is None or not await self._store.list_run(run, None, 1)):
             raise NotFound("run not found")
         here = [stream for stream in streams
                 if may_serve_metadata_here(stream.definition.placement, self._node.region)]
-        if not here:
+        if streams and not here and cursor is None and not more:
             ensure_may_serve_metadata_here(streams[0].definition.placement, self._node.region)
-        return [stream for stream in here
-                if may_read(stream.definition.authorization, principal)]
+        readable = [stream for stream in here
+                    if may_read(stream.definition.authorization, principal)]
+        return StreamListing(readable, streams[-1].stream_id if more else None)

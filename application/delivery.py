@@ -1,9 +1,10 @@
 """Use case: deliver input records to the workflow through its wait service.
 
-At-least-once with a stable event id; retries back off exponentially; after
-the pinned number of attempts a row is dead-lettered and stays visible. With
-no wait service configured nothing is claimed: every row stays pending (and
-counted) until a node with one takes it (ADR 0014).
+At-least-once with a stable event id; the event and its id both carry the tenant
+(ADR 0022). Retries back off exponentially; after the pinned number of attempts a
+row is dead-lettered and stays visible. With no wait service configured nothing is
+claimed: every row stays pending (and counted) until a node with one takes it
+(ADR 0014).
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ class InputDispatcher:
         if not page.records or page.records[0].sequence != sequence:
             await self._outbox.dead_letter(key, sequence, "record is no longer retained")
             return False
-        event = InputEvent(input_event_id(key, sequence), key.run_id, key.stream_id, sequence,
+        event = InputEvent(input_event_id(key, sequence), key.tenant, key.run_id,
+                           key.stream_id, sequence,
                            record_envelope(page.records[0], key.run_id, key.stream_id))
         try:
             await wait_service.publish(event)

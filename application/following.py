@@ -7,7 +7,11 @@
    once per keepalive interval whatever else arrives, so a lost wake is
    repaired within one interval even under steady live chunks;
 4. repair: a wake that reveals a gap is served by reading the gap from the
-   store first, and the gap is reported as evidence.
+   store first, and the gap is reported as evidence;
+5. end: `EndFrame("closed")` once a closed stream is delivered whole, or
+   `EndFrame("token_expired")` when the credential that opened the follow expires.
+   Nothing is sent after its expiry; the reader resumes with a fresh credential
+   from `last_sequence` and loses nothing (ADR 0023).
 
 The transport only turns frames into bytes; everything that decides what a
 reader sees lives here, and is tested with the in-memory bus.
@@ -19,6 +23,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from typing import Literal
 
 from application.access import stream_for_reading, stream_key
 from application.node import NodeSettings
@@ -37,6 +42,7 @@ from application.subscription_slots import SubscriptionSlots
 from domain.cursor import check_cursor
 from domain.identifiers import StreamKey
 from domain.principal import Principal
+from domain.stream import Stream
 
 
 @dataclass(frozen=True)
@@ -54,9 +60,13 @@ class KeepaliveFrame:
     pass
 
 
+EndReason = Literal["closed", "token_expired"]
+
+
 @dataclass(frozen=True)
 class EndFrame:
     last_sequence: int
+    reason: EndReason = "closed"
 
 
 @dataclass(frozen=True)
@@ -74,7 +84,7 @@ class Follow:
 
     def __init__(self, key: StreamKey, cursor: int, reader: RecordReader, gaps: GapEvidence,
                  node: NodeSettings, stack: AsyncExitStack, wakes: WakeSubscription | None,
-                 first_page: RecordPage) -> None:
+                 first_page: RecordPage, expires_in: float | None = None) -> None:
         self.key = key
         self.cursor = cursor
         self._reader = reader
@@ -87,6 +97,9 @@ class Follow:
         self._closed = first_page.closed
         self._tick_at = 0.0
         """Loop time of the next keepalive tick: a re-read at least once per interval."""
+        self._expires_in = expires_in
+        self._ends_at = float("inf")
+        """Loop time at which the follow's credential expires."""
 
     @property
     def holds_wake_registration(self) -> bool:
@@ -99,7 +112,12 @@ class Follow:
     async def frames(self) -> AsyncIterator[Frame]:
         loop = asyncio.get_running_loop()
         self._tick_at = loop.time() + self._node.keepalive_seconds
+        if self._expires_in is not None:
+            self._ends_at = loop.time() + self._expires_in
         while True:
+            if loop.time() >= self._ends_at:
+                yield EndFrame(self.cursor, "token_expired")
+                return
             while self._page is not None:
                 page, self._page = self._page, None
                 if page.earliest > self.cursor + 1:
@@ -110,8 +128,12 @@ class Follow:
                 for record in page.records:
                     if record.sequence <= self.cursor:
                         continue
+                    if loop.time() >= self._ends_at:
+                        break
                     yield RecordFrame(record)
                     self.cursor = record.sequence
+                if loop.time() >= self._ends_at:
+                    break
                 if len(page.records) >= self._node.page_size or self._head > self.cursor:
                     self._page = await self._read()
                     if not self._page.records and self._page.earliest <= self.cursor + 1:
@@ -121,14 +143,18 @@ class Follow:
             if self._closed and self.cursor >= self._head:
                 yield EndFrame(self.cursor)
                 return
+            if loop.time() >= self._ends_at:
+                continue
             if self._wakes is None:
                 self._page = await self._read()
                 continue
             # The tick keeps its own deadline: a wake or live chunk arriving before it
             # must not postpone it, or steady chatter would starve the backstop re-read
             # that repairs a lost wake.
-            remaining = self._tick_at - loop.time()
+            remaining = min(self._tick_at, self._ends_at) - loop.time()
             signal = await self._wakes.next(remaining) if remaining > 0 else None
+            if loop.time() >= self._ends_at:
+                continue
             if signal is None:
                 self._tick_at = loop.time() + self._node.keepalive_seconds
                 yield KeepaliveFrame()
@@ -155,6 +181,8 @@ class Follow:
             self._page = await self._read()
             return
         for record in fresh:
+            if asyncio.get_running_loop().time() >= self._ends_at:
+                return
             yield RecordFrame(record)
             self.cursor = record.sequence
 
@@ -176,11 +204,21 @@ class Follower:
         self._node = node
         self.slots = slots
 
-    async def open(self, principal: Principal, run_id: str, stream_id: str, after: int,
-                   live: bool = False) -> Follow:
+    async def authorize(self, principal: Principal, run_id: str,
+                        stream_id: str) -> tuple[StreamKey, Stream]:
+        """Whether the principal may follow the stream here (scope, tenant, run binding,
+        readers pin, egress region): the same rules for a subscription and for a subscribe
+        token, which stands in for one."""
         key = stream_key(principal, run_id, stream_id)
         stream = await stream_for_reading(self._store, principal, key, self._node.region,
                                           content=True)
+        return key, stream
+
+    async def open(self, principal: Principal, run_id: str, stream_id: str, after: int,
+                   live: bool = False, expires_in: float | None = None) -> Follow:
+        """`expires_in`: seconds until the principal's credential expires; the follow ends
+        there with `EndFrame("token_expired")`."""
+        key, stream = await self.authorize(principal, run_id, stream_id)
         # A best-effort stream has nothing stored: its readers exist for the live chunks.
         live = live or stream.definition.mode == "best_effort"
         lease = await self.slots.take(principal)
@@ -201,7 +239,8 @@ class Follower:
         except BaseException:
             await stack.aclose()
             raise
-        return Follow(key, after, self._reader, self._gaps, self._node, stack, wakes, page)
+        return Follow(key, after, self._reader, self._gaps, self._node, stack, wakes, page,
+                      expires_in)
 
     async def close(self) -> None:
         """The node is shutting down: stop renewing slots."""

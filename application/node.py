@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from domain.credit_ceilings import DEFAULT_CEILINGS, CreditCeilings
 
 
 @dataclass(frozen=True)
@@ -19,3 +21,7 @@ class NodeSettings:
     delivery_lease_seconds: float = 30.0
     delivery_max_attempts: int = 8
     orphan_grace_seconds: int = 3600
+    credit_ceilings: CreditCeilings = field(default=DEFAULT_CEILINGS)
+    """The largest credit pins a definition created here may declare."""
+    max_streams_per_run: int = 1000
+    """Streams one run may hold, counted by the store under the run's lock (every node)."""

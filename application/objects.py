@@ -57,6 +57,7 @@ class Objects:
             ensure_run_not_erased(session)
             existing = await session.intent(str(object_intent_id(key, pins.idempotency_key)))
             if existing is not None:
+                existing.ensure_owned_by(principal)
                 existing.ensure_same_pins(pins)
                 return existing, False
             intent = ObjectIntent.prepare(key, pins, receipt, expires_at, region)
@@ -74,6 +75,7 @@ class Objects:
         key = stream_key(principal, run_id, stream_id)
         await stream_for_writing(self._store, principal, key, self._node.region)
         intent = await self._intent(key, object_id)
+        intent.ensure_owned_by(principal)  # before the body is read
         await self._refuse_if_expired(key, intent)
         intent.ensure_uploadable()
         evidence = await self._objects.put(intent.region, intent.object_key, body, intent.size,
@@ -91,9 +93,12 @@ class Objects:
     async def commit(self, principal: Principal, run_id: str, stream_id: str,
                      object_id: str) -> tuple[int, bool]:
         """Append the referencing record once; returns (sequence, created now). Credit is
-        decided as for any append, under the stream's pinned unread policy."""
+        decided as for any append, under the stream's pinned unread policy. Upload, commit
+        and abort are for the preparing principal or an admin (the receipt is immutable,
+        so checking it once, before anything changes, is enough)."""
         key = stream_key(principal, run_id, stream_id)
         stream = await stream_for_writing(self._store, principal, key, self._node.region)
+        (await self._intent(key, object_id)).ensure_owned_by(principal)
         return await self._appender.under_unread_policy(
             key, stream.definition.credit, lambda: self._commit_once(key, object_id))
 
@@ -125,6 +130,7 @@ class Objects:
         await stream_for_writing(self._store, principal, key, self._node.region)
         async with self._store.lock(key) as session:
             intent = await self._locked_intent(session, object_id)
+            intent.ensure_owned_by(principal)
             intent.abort()
             session.stream.release_object(object_id)
             session.save_intent(intent)

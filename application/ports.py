@@ -195,13 +195,17 @@ class StreamStore(Protocol):
     tenant, so another tenant's stream is simply not found.
     """
 
-    async def create(self, stream: Stream) -> tuple[Stream, bool]:
+    async def create(self, stream: Stream,
+                     max_streams_per_run: int | None = None) -> tuple[Stream, bool]:
         """Insert a new stream and return it with True; if the key exists already,
         return the stored stream unchanged with False.
 
         Raises `RunErased` when its run is marked erased. Creation and
         `mark_run_erased` serialize on the run, on every node: a create either answered
-        before the mark (and `list_run` after the mark returns its stream) or is refused."""
+        before the mark (and `list_run` after the mark returns its stream) or is refused.
+        With `max_streams_per_run`, a new stream in a run that already holds that many is
+        refused with `TooManyStreams` (an existing one is still returned); creates of one
+        run serialize on every node, so the run never holds more."""
         ...
 
     def lock(self, key: StreamKey) -> AbstractAsyncContextManager[StreamSession]:
@@ -223,7 +227,11 @@ class StreamStore(Protocol):
         """The latest committed state, without a lock."""
         ...
 
-    async def list_run(self, run: RunKey) -> Sequence[Stream]: ...
+    async def list_run(self, run: RunKey, after: str | None = None,
+                       limit: int | None = None) -> Sequence[Stream]:
+        """The run's streams in ascending `stream_id` order (Python's string order), only
+        those above `after` when given, at most `limit` when given."""
+        ...
 
     async def streams_with_retention(self, after: StreamKey | None, limit: int,
                                      home: str) -> Sequence[StreamKey]:
@@ -303,6 +311,12 @@ class ListedObject:
     """When the body was written (timezone-aware UTC)."""
 
 
+class StoreUnavailable(Exception):
+    """The store refused the connection or did not answer within its bound. What was
+    asked may still have happened (a write whose answer was lost): a retry with the same
+    idempotency key finds out without writing twice."""
+
+
 class ObjectRegionUnavailable(LookupError):
     """This node has no object store for the region a body is pinned to."""
 
@@ -365,6 +379,37 @@ class SubscriptionLeases(Protocol):
     async def release(self, lease_id: str) -> None: ...
 
 
+@dataclass(frozen=True)
+class Revocation:
+    """A revoked token id: `tenant` None revokes that `jti` in every tenant. `expires_at` is
+    when the token would have expired anyway; after it the revocation may be forgotten."""
+
+    token_id: str
+    tenant: str | None
+    expires_at: datetime
+
+
+class RevokedTokens(Protocol):
+    """The deny-list of token ids (`jti`), shared by every node on the same storage
+    (ADR 0024).
+
+    - `revoke` records a revocation; revoking the same `(token_id, tenant)` again keeps
+      the later `expires_at`. It also forgets every revocation whose `expires_at` is at
+      or before `now` (the tokens they name are refused as expired anyway).
+    - `active` lists every revocation whose `expires_at` is after `now`, in no order.
+    - `watch(ring)` has `ring()` called soon after a revocation commits on any node of
+      the storage, and whenever one may have been missed (a lost LISTEN connection).
+      Rings are hints, like wakes: the watcher re-reads `active`; a lost ring delays,
+      and never loses, a revocation. `ring` runs on the event loop and must not block.
+    """
+
+    async def revoke(self, revocation: Revocation, now: datetime) -> None: ...
+
+    async def active(self, now: datetime) -> Sequence[Revocation]: ...
+
+    def watch(self, ring: Callable[[], None]) -> None: ...
+
+
 class DeliveryOutbox(Protocol):
     """Input-delivery rows, claimed with a lease so a dead worker's rows are taken over.
     A row is pending until it is completed or dead-lettered (claimed and retrying rows
@@ -424,9 +469,12 @@ class DeletionOutbox(Protocol):
 
 @dataclass(frozen=True)
 class InputEvent:
-    """What the workflow receives for one input record; `event_id` is deterministic."""
+    """What the workflow receives for one input record. `event_id` is deterministic and
+    derived from the whole stream key, tenant included; `tenant` travels with it, since
+    the same run id in two tenants names two runs (ADR 0022)."""
 
     event_id: str
+    tenant: str
     run_id: str
     stream_id: str
     sequence: int

@@ -298,8 +298,11 @@ async def main(args: argparse.Namespace) -> None:
     data_dir = Path(tempfile.mkdtemp(prefix="runnel-bench-"))
     storage = ({"RUNNEL_DATABASE_URL": dsn} if args.storage == "postgres"
                else {"RUNNEL_STORAGE": "memory"})
-    server = RunnelServer.start({**storage, "RUNNEL_MAX_SUBSCRIPTIONS_PER_PRINCIPAL": "100000"},
-                                data_dir)
+    # Every subscriber connects from this one address, all at once (ADR 0021).
+    caps = {"RUNNEL_MAX_CONNECTIONS": "100000", "RUNNEL_MAX_CONNECTIONS_PER_ADDRESS": "100000",
+            "RUNNEL_MAX_SSE_CONNECTIONS": "100000"}
+    server = RunnelServer.start({**storage, **caps,
+                                 "RUNNEL_MAX_SUBSCRIPTIONS_PER_PRINCIPAL": "100000"}, data_dir)
     try:
         print(f"server pid {server.process.pid} on {server.url}, storage {args.storage}"
               + (f", database {database}" if args.storage == "postgres" else ""))

@@ -1,12 +1,14 @@
-"""Runnel's Python SDK for producers and readers. It speaks only HTTP."""
+"""Runnel's Python SDK for producers and readers, and for the workflow engine that
+receives input webhooks. It speaks only HTTP."""
 
 from client.aio import AsyncRunnelClient
-from client.errors import BackpressureError, ResyncRequired, RunnelError
+from client.errors import BackpressureError, ResyncRequired, RunnelError, TokenExpired
 from client.following import FollowState
 from client.layers import LiveText
 from client.live import LivePublisher
 from client.sync import RunnelClient
 from client.testing import InMemoryRunnel
+from client.webhooks import InputWebhook, WebhookVerificationError, verify_webhook
 from client.wire import LiveEvent, Record
 
 __all__ = [
@@ -14,6 +16,7 @@ __all__ = [
     "BackpressureError",
     "FollowState",
     "InMemoryRunnel",
+    "InputWebhook",
     "LiveEvent",
     "LivePublisher",
     "LiveText",
@@ -21,4 +24,7 @@ __all__ = [
     "ResyncRequired",
     "RunnelClient",
     "RunnelError",
+    "TokenExpired",
+    "WebhookVerificationError",
+    "verify_webhook",
 ]

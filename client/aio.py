@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import httpx
 from httpx_sse import aconnect_sse
 
-from client.errors import BackpressureError, ResyncRequired
+from client.errors import BackpressureError, ResyncRequired, TokenExpired
 from client.following import FollowState, StreamEnded, Unavailable, backoff
 from client.wire import LiveEvent, Record, checked, problem_of, records_body, run_path, stream_path
 
 ResyncHandler = Callable[[ResyncRequired], int]
+TokenProvider = Callable[[], str | Awaitable[str]]
+"""Returns a fresh token (an API token, or a subscribe token of the stream followed)."""
+
+
+async def _fresh_token(provider: TokenProvider) -> str:
+    token = provider()
+    return await token if inspect.isawaitable(token) else token
 
 
 class AsyncRunnelClient:
@@ -76,9 +84,19 @@ class AsyncRunnelClient:
                 body[name] = value
         return checked(await self._http.post(stream_path(run_id, stream_id, "live"), json=body))
 
+    async def subscribe_token(self, run_id: str, stream_id: str,
+                              ttl_seconds: int | None = None) -> dict[str, Any]:
+        """A read-only token for this one stream's subscription, `{"token", "expires_at"}`
+        (at most 300 s, default 60; never past this client's token)."""
+        body = {} if ttl_seconds is None else {"ttl_seconds": ttl_seconds}
+        return checked(await self._http.post(
+            stream_path(run_id, stream_id, "subscribe-token"), json=body))
+
     async def follow(self, run_id: str, stream_id: str, after: int = 0, *, live: bool = False,
                      on_resync: ResyncHandler | None = None,
-                     state: FollowState | None = None) -> AsyncIterator[Record | LiveEvent]:
+                     state: FollowState | None = None,
+                     token_provider: TokenProvider | None = None,
+                     ) -> AsyncIterator[Record | LiveEvent]:
         """Every record above `after`, once, in order, across reconnects; ends when the
         stream is closed. On resync, `on_resync` returns the cursor to go on from;
         without it `ResyncRequired` is raised.
@@ -90,27 +108,45 @@ class AsyncRunnelClient:
         the step's live text drops it. A chunk of an attempt below the newest seen for
         its source is not yielded; the first chunk of a newer attempt has
         `supersedes=True` (drop the earlier attempt's text). `LiveText` keeps what to
-        show; `state.live_dropped` counts what the rules dropped."""
+        show; `state.live_dropped` counts what the rules dropped.
+
+        The server ends a subscription when its token expires (ADR 0023). With a
+        `token_provider` (sync or async, returning an API token or a subscribe token of
+        this stream, e.g. from `subscribe_token`), the follower subscribes with its
+        tokens, and when one expired it takes a fresh one and resumes at once from the
+        last sequence, losing and repeating nothing (`state.token_refreshes` counts
+        them). Without one, it uses the client's token and raises `TokenExpired`."""
         state = state or FollowState(after)
         path = stream_path(run_id, stream_id, "subscribe")
         params = {"live": "true"} if live else {}
         attempt = 0
+        token = await _fresh_token(token_provider) if token_provider is not None else None
+        fresh = True
         while True:
             try:
                 async with aconnect_sse(self._http, "GET", path, params=params,
-                                        headers=state.headers(), timeout=None) as source:
+                                        headers=state.headers(token), timeout=None) as source:
                     if source.response.status_code != 200:
                         await source.response.aread()
                         if source.response.status_code >= 500:
                             raise Unavailable
-                        raise problem_of(source.response)
-                    attempt = 0
+                        error = problem_of(source.response)
+                        if error.status == 401 and token_provider is not None and not fresh:
+                            raise TokenExpired(state.cursor) from error
+                        raise error
+                    attempt, fresh = 0, False
                     async for event in source.aiter_sse():
                         item = state.accept(event.event, event.data)
                         if item is not None:
                             yield item
             except StreamEnded:
                 return
+            except TokenExpired:
+                if token_provider is None:
+                    raise
+                token, fresh = await _fresh_token(token_provider), True
+                state.token_refreshes += 1
+                continue  # resume at once from state.cursor, with the fresh token
             except ResyncRequired as resync:
                 if on_resync is None:
                     raise

@@ -32,6 +32,19 @@ class ResyncRequired(RunnelError):
         return int(self.problem.get("earliest", 0))
 
 
+class TokenExpired(RunnelError):
+    """The token that opened a subscription expired, and the server ended it
+    (`event: end`, reason `token_expired`). Follow again from `last_sequence` with a
+    fresh token, or give `follow()` a `token_provider` and it does so itself."""
+
+    def __init__(self, last_sequence: int) -> None:
+        super().__init__(401, "token_expired", {
+            "code": "token_expired",
+            "detail": f"the subscription's token expired after sequence {last_sequence}",
+            "last_sequence": last_sequence})
+        self.last_sequence = last_sequence
+
+
 def error_from_response(status: int, problem: dict[str, Any], retry_after: float) -> RunnelError:
     code = str(problem.get("code", "http_error"))
     if status == 429 and code == "backpressure":

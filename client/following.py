@@ -2,9 +2,12 @@
 
 The follower keeps the cursor: a reconnect resumes with `Last-Event-ID` set to
 the last sequence it yielded, and anything at or below it is dropped, so a
-caller sees every record exactly once, in order. With `live=True` it also applies
-the two-layer rules of `client.layers` (ADR 0019): no live chunk of a step whose
-record arrived, none of an attempt older than the newest seen for its step.
+caller sees every record exactly once, in order. The server ends a subscription
+when its token expires (`event: end`, reason `token_expired`, ADR 0023): with a
+token provider the follower asks it for a fresh token and resumes at once.
+With `live=True` it also applies the two-layer rules of `client.layers` (ADR
+0019): no live chunk of a step whose record arrived, none of an attempt older
+than the newest seen for its step.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from client.errors import ResyncRequired
+from client.errors import ResyncRequired, TokenExpired
 from client.layers import Steps
 from client.wire import LiveEvent, Record
 
@@ -33,6 +36,9 @@ class FollowState:
     duplicates: int = 0
     gaps: int = 0
     last_event_at: float = 0.0
+    token_refreshes: int = 0
+    """Fresh tokens taken from the token provider after the server ended the
+    subscription at its token's expiry (or refused the token with 401)."""
     extra: dict[str, Any] = field(default_factory=dict)
     steps: Steps = field(default_factory=Steps)
 
@@ -41,8 +47,11 @@ class FollowState:
         """Live chunks dropped by the two-layer rules (a settled step, an older attempt)."""
         return self.steps.dropped
 
-    def headers(self) -> dict[str, str]:
-        return {"Last-Event-ID": str(self.cursor), "Accept": "text/event-stream"}
+    def headers(self, token: str | None = None) -> dict[str, str]:
+        headers = {"Last-Event-ID": str(self.cursor), "Accept": "text/event-stream"}
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        return headers
 
     def accept(self, event: str, data: str) -> Record | LiveEvent | None:
         """Turn one frame into what the caller sees (None: nothing to show)."""
@@ -59,6 +68,9 @@ class FollowState:
         if event == "live":
             return self.steps.admit(json.loads(data))
         if event == "end":
+            end = json.loads(data) if data else {}
+            if isinstance(end, dict) and end.get("reason") == "token_expired":
+                raise TokenExpired(self.cursor)
             raise StreamEnded
         if event == "resync":
             problem = json.loads(data)

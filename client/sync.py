@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 from httpx_sse import connect_sse
 
-from client.errors import BackpressureError, ResyncRequired
+from client.errors import BackpressureError, ResyncRequired, TokenExpired
 from client.following import FollowState, StreamEnded, Unavailable, backoff
 from client.wire import LiveEvent, Record, checked, problem_of, records_body, run_path, stream_path
 
@@ -60,33 +60,54 @@ class RunnelClient:
     def close_stream(self, run_id: str, stream_id: str) -> dict[str, Any]:
         return checked(self._http.post(stream_path(run_id, stream_id, "close")))
 
+    def subscribe_token(self, run_id: str, stream_id: str,
+                        ttl_seconds: int | None = None) -> dict[str, Any]:
+        """A read-only token for this one stream's subscription, `{"token", "expires_at"}`
+        (at most 300 s, default 60; never past this client's token)."""
+        body = {} if ttl_seconds is None else {"ttl_seconds": ttl_seconds}
+        return checked(self._http.post(stream_path(run_id, stream_id, "subscribe-token"),
+                                       json=body))
+
     def follow(self, run_id: str, stream_id: str, after: int = 0, *, live: bool = False,
                on_resync: Callable[[ResyncRequired], int] | None = None,
-               state: FollowState | None = None) -> Iterator[Record | LiveEvent]:
+               state: FollowState | None = None,
+               token_provider: Callable[[], str] | None = None) -> Iterator[Record | LiveEvent]:
         """As `AsyncRunnelClient.follow`: every record once, in order, across reconnects,
         and with `live=True` the live chunks under the two-layer rules (ADR 0019): none
         of a step (`source`) whose record (`idempotency_key` = the step) arrived, none of
-        an attempt older than the newest seen for its step."""
+        an attempt older than the newest seen for its step. `token_provider` returns a
+        fresh token whenever the subscription's token expired (see the async client)."""
         state = state or FollowState(after)
         path = stream_path(run_id, stream_id, "subscribe")
         params = {"live": "true"} if live else {}
         attempt = 0
+        token = token_provider() if token_provider is not None else None
+        fresh = True
         while True:
             try:
                 with connect_sse(self._http, "GET", path, params=params,
-                                 headers=state.headers(), timeout=None) as source:
+                                 headers=state.headers(token), timeout=None) as source:
                     if source.response.status_code != 200:
                         source.response.read()
                         if source.response.status_code >= 500:
                             raise Unavailable
-                        raise problem_of(source.response)
-                    attempt = 0
+                        error = problem_of(source.response)
+                        if error.status == 401 and token_provider is not None and not fresh:
+                            raise TokenExpired(state.cursor) from error
+                        raise error
+                    attempt, fresh = 0, False
                     for event in source.iter_sse():
                         item = state.accept(event.event, event.data)
                         if item is not None:
                             yield item
             except StreamEnded:
                 return
+            except TokenExpired:
+                if token_provider is None:
+                    raise
+                token, fresh = token_provider(), True
+                state.token_refreshes += 1
+                continue  # resume at once from state.cursor, with the fresh token
             except ResyncRequired as resync:
                 if on_resync is None:
                     raise

@@ -20,13 +20,26 @@ from pydantic import (
     model_validator,
 )
 
-from domain.errors import ConsumerNotFound, ForbiddenContentClass, InvalidDefinition
+from domain.content_class import (
+    FORBIDDEN_CONTENT_CLASSES,
+    normalize_content_class,
+    refuse_forbidden,
+)
+from domain.credit_ceilings import (
+    DEFAULT_CEILINGS,
+    INT64_MAX,
+    CreditCeilings,
+    ensure_within_ceilings,
+)
+from domain.errors import ConsumerNotFound, InvalidDefinition
 from domain.identifiers import id_json_schema, validate_id
 from domain.redaction import parse_pointer
 from domain.text import first_unstorable
 
-FORBIDDEN_CONTENT_CLASSES = frozenset({"model.reasoning.raw"})
+__all__ = ["FORBIDDEN_CONTENT_CLASSES", "StreamDefinition", "build_definition"]
+
 MAX_UNREAD_ITEMS_CEILING = 100_000
+"""Absolute maxima, whatever a node's `CreditCeilings` say (those may only be lower)."""
 MAX_OPEN_OBJECTS_CEILING = 10_000
 MAX_CONSUMERS = 64
 MAX_CONSUMER_PRINCIPALS = 64
@@ -66,9 +79,9 @@ class _Pins(BaseModel):
 
 class CreditPins(_Pins):
     max_unread_items: int = Field(1000, gt=0, le=MAX_UNREAD_ITEMS_CEILING)
-    max_unread_bytes: int = Field(8 * 1024 * 1024, gt=0)
-    max_total_items: int = Field(100_000, gt=0)
-    max_total_bytes: int = Field(1024 * 1024 * 1024, gt=0)
+    max_unread_bytes: int = Field(8 * 1024 * 1024, gt=0, le=INT64_MAX)
+    max_total_items: int = Field(100_000, gt=0, le=INT64_MAX)
+    max_total_bytes: int = Field(1024 * 1024 * 1024, gt=0, le=INT64_MAX)
     max_open_objects: int = Field(100, gt=0, le=MAX_OPEN_OBJECTS_CEILING)
     """Object intents prepared or uploaded and not yet committed, aborted or expired."""
     on_unread_full: Literal["reject", "block"] = "reject"
@@ -81,8 +94,8 @@ class CreditPins(_Pins):
 
 
 class RetentionPins(_Pins):
-    max_age_seconds: int | None = Field(None, gt=0)
-    max_records: int | None = Field(None, gt=0)
+    max_age_seconds: int | None = Field(None, gt=0, le=INT64_MAX)
+    max_records: int | None = Field(None, gt=0, le=INT64_MAX)
 
 
 class RedactionPins(_Pins):
@@ -221,8 +234,9 @@ class StreamDefinition(_Pins):
     @classmethod
     def _content_class(cls, value: str) -> str:
         # Here, not only in `build_definition`: a definition loaded from storage or built
-        # by any other path must not carry a forbidden class either.
-        _refuse_forbidden(value)
+        # by any other path must not carry a forbidden class either, in any disguise.
+        # Only `build_definition` normalises: a stored pin is never rewritten on load.
+        refuse_forbidden(value)
         return value
 
     def to_wire(self) -> dict[str, Any]:
@@ -231,15 +245,6 @@ class StreamDefinition(_Pins):
 
 def _consumer_id(consumer: ConsumerDeclaration) -> str:
     return consumer.id if isinstance(consumer, ConsumerPin) else consumer
-
-
-def _refuse_forbidden(content_class: Any) -> None:
-    # Only strings can name a class; anything else is left to type validation (an
-    # unhashable value must not reach the set lookup).
-    # Case-folded: a class name that differs only in case names the same content.
-    if isinstance(content_class, str) and content_class.casefold() in FORBIDDEN_CONTENT_CLASSES:
-        raise ForbiddenContentClass(f"content_class {content_class!r} may not be streamed",
-                                    field="content_class")
 
 
 def default_placement(node_region: str) -> dict[str, Any]:
@@ -252,21 +257,26 @@ def default_placement(node_region: str) -> dict[str, Any]:
     }
 
 
-def build_definition(raw: dict[str, Any], node_region: str) -> StreamDefinition:
+def build_definition(raw: dict[str, Any], node_region: str,
+                     ceilings: CreditCeilings = DEFAULT_CEILINGS) -> StreamDefinition:
     """Validate a requested definition and fill every default.
 
-    Raises `ForbiddenContentClass` for raw hidden model reasoning and
-    `InvalidDefinition` (with the offending field) for anything else.
+    The content class is pinned in its normalised spelling (`content_class.py`) and
+    the credit pins must be within the node's `ceilings`. Raises `ForbiddenContentClass`
+    for raw hidden model reasoning (in any disguise) and `InvalidDefinition` (with the
+    offending field) for anything else.
     """
     if not isinstance(raw, dict):
         raise InvalidDefinition("definition must be a JSON object")
     # Checked before anything else so the forbidden class wins over any other error.
-    _refuse_forbidden(raw.get("content_class"))
+    refuse_forbidden(raw.get("content_class"))
     where = first_unstorable(raw)
     if where is not None:
         raise InvalidDefinition(f"{where or 'definition'}: text may not contain U+0000 or "
                                 "lone surrogates", field=where or "definition")
     filled = dict(raw)
+    if "content_class" in filled:
+        filled["content_class"] = normalize_content_class(filled["content_class"])
     if filled.get("placement") is None:
         filled["placement"] = default_placement(node_region)
     elif isinstance(filled["placement"], dict):
@@ -274,8 +284,10 @@ def build_definition(raw: dict[str, Any], node_region: str) -> StreamDefinition:
         base = default_placement(home if isinstance(home, str) else node_region)
         filled["placement"] = base | filled["placement"]
     try:
-        return StreamDefinition.model_validate(filled)
+        definition = StreamDefinition.model_validate(filled)
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "definition"
         raise InvalidDefinition(f"{where}: {first['msg']}", field=where) from None
+    ensure_within_ceilings(definition.credit, ceilings)
+    return definition

@@ -166,3 +166,22 @@ class ObjectIntentConflict(DomainError):
 
 class TooManySubscriptions(DomainError):
     code = "too_many_subscriptions"
+
+
+class TooManyStreams(DomainError):
+    """The run already holds as many streams as the server allows (`max_streams_per_run`)."""
+
+    code = "too_many_streams"
+
+
+class InvalidContentType(InvalidRecord):
+    """A `content_type` that is not an RFC 9110 media type (it would end up in a header)."""
+
+    code = "invalid_content_type"
+
+
+class NotIntentOwner(Forbidden):
+    """Only the principal that prepared an object intent, or an admin, may upload, commit
+    or abort it (its authorization receipt)."""
+
+    code = "not_intent_owner"

@@ -4,6 +4,10 @@ prepared → uploaded → committed, or aborted / expired. Prepare pins the scop
 idempotency key, digest, size, content type, the authorization receipt, the
 expiry and a server-owned object key; nothing the client sends later can
 change them. A record referencing the body is appended only at commit, once.
+
+The receipt is enforced, not only kept: every later step on the intent (a repeated
+prepare, upload, commit, abort) is for the principal it names, or an admin of the
+tenant (`ensure_owned_by`); anyone else is refused before the intent changes.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from eventsourcing.domain import Aggregate, event
 from domain.errors import (
     DigestMismatch,
     InvalidRecord,
+    NotIntentOwner,
     ObjectIntentConflict,
     ObjectNotUploaded,
     ObjectStateConflict,
@@ -27,12 +32,9 @@ from domain.errors import (
     TooLarge,
 )
 from domain.identifiers import StreamKey, object_intent_id
-from domain.records import (
-    CONTENT_TYPE_MAX_LENGTH,
-    IDEMPOTENCY_KEY_MAX,
-    OBJECT_MAX_BYTES,
-    ObjectRef,
-)
+from domain.media_type import validate_media_type
+from domain.principal import Principal
+from domain.records import IDEMPOTENCY_KEY_MAX, OBJECT_MAX_BYTES, ObjectRef
 from domain.text import is_storable
 
 SHA256_REGEX = "^[0-9a-f]{64}$"
@@ -85,8 +87,7 @@ class ObjectPins:
             raise InvalidRecord("size must be non-negative")
         if self.size > OBJECT_MAX_BYTES:
             raise TooLarge(f"object body exceeds {OBJECT_MAX_BYTES} bytes", limit=OBJECT_MAX_BYTES)
-        if not 0 < len(self.content_type) <= CONTENT_TYPE_MAX_LENGTH:
-            raise InvalidRecord(f"content_type must be 1-{CONTENT_TYPE_MAX_LENGTH} chars")
+        validate_media_type(self.content_type)
         return self
 
 
@@ -158,6 +159,13 @@ class ObjectIntent(Aggregate):
     @property
     def reference(self) -> ObjectRef:
         return ObjectRef(self.object_id, self.size, self.sha256, self.content_type)
+
+    def ensure_owned_by(self, principal: Principal) -> None:
+        """The authorization receipt decides who may act on the intent after prepare: the
+        principal that prepared it (its tenant is in the key already), or an admin."""
+        if principal.sub != self.principal and not principal.is_admin:
+            raise NotIntentOwner("only the principal that prepared this object, or an "
+                                 "admin, may upload, commit or abort it")
 
     def ensure_same_pins(self, pins: ObjectPins) -> None:
         """A repeated prepare with the same key must declare the same body."""

@@ -24,6 +24,8 @@ class Principal:
     scopes: frozenset[str]
     runs: frozenset[str] | None = None
     token_id: str | None = None
+    expires_at: float | None = None
+    """The token's `exp` (seconds since the epoch): a subscription ends there (ADR 0023)."""
 
     def require_scope(self, scope: Scope) -> None:
         if scope.value not in self.scopes and Scope.ADMIN.value not in self.scopes:

@@ -10,13 +10,13 @@ from typing import Any
 
 from domain.errors import InvalidRecord, TooLarge
 from domain.live_chunk import compact_json
+from domain.media_type import validate_media_type
 from domain.redaction import redact
 from domain.text import is_storable
 
 INLINE_MAX_BYTES = 64 * 1024
 OBJECT_MAX_BYTES = 32 * 1024 * 1024
 IDEMPOTENCY_KEY_MAX = 200
-CONTENT_TYPE_MAX_LENGTH = 255
 BASE64_REGEX = "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
 """Canonical padded base64: the rule for `data`, checked before decoding and published as
 is. The decoder alone also takes excess padding (`AAAA==`), which no encoder writes."""
@@ -63,11 +63,8 @@ def draft_from_wire(item: Any, mask: tuple[str, ...]) -> Draft:
         raise InvalidRecord(f"idempotency_key must be a string of 1-{IDEMPOTENCY_KEY_MAX} chars",
                             field="idempotency_key")
     content_type = item.get("content_type")
-    if content_type is not None and (not isinstance(content_type, str)
-                                     or not 0 < len(content_type) <= CONTENT_TYPE_MAX_LENGTH
-                                     or not is_storable(content_type)):
-        raise InvalidRecord(f"content_type must be a string of 1-{CONTENT_TYPE_MAX_LENGTH} chars",
-                            field="content_type")
+    if content_type is not None:
+        validate_media_type(content_type)
     if ("payload" in item) == ("data" in item):
         raise InvalidRecord("a record carries exactly one of payload or data")
     if "payload" in item:

@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from adapters.memory.bus import MemoryWakeBus
+from adapters.memory.revoked_tokens import MemoryRevokedTokens
 from adapters.memory.store import MemoryDeliveryOutbox, MemoryStreamStore
 from adapters.memory.subscription_leases import MemorySubscriptionLeases
 from application.ports import (
@@ -21,6 +22,7 @@ from application.ports import (
     DeliveryOutbox,
     GapEvidence,
     RecordReader,
+    RevokedTokens,
     StreamStore,
     SubscriptionLeases,
     WakeBus,
@@ -28,7 +30,9 @@ from application.ports import (
 )
 from entrypoints.settings import Settings
 
-READY_TIMEOUT_SECONDS = 2.0
+
+class NodeUnready(RuntimeError):
+    """Why the probe says this node should take no traffic (its message says)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,8 @@ class Backend:
     deletions: DeletionOutbox
     leases: SubscriptionLeases
     """Subscription slots: shared by every node on the same database (ADR 0018)."""
+    revoked: RevokedTokens
+    """The revoked-token list: shared by every node on the same database (ADR 0024)."""
     probe: Callable[[], Awaitable[None]]
     """Raises when the store cannot serve (what `/readyz` asks)."""
     notify: Callable[[str], WorkflowWaitService] | None = None
@@ -56,7 +62,7 @@ async def open_backend(settings: Settings) -> AsyncIterator[Backend]:
     if settings.storage == "memory":
         yield memory_backend()
         return
-    async with database_url(settings) as dsn, _postgres_backend(dsn, settings.region) as backend:
+    async with database_url(settings) as dsn, _postgres_backend(dsn, settings) as backend:
         yield backend
 
 
@@ -66,7 +72,7 @@ def memory_backend() -> Backend:
     store = MemoryStreamStore(bus, outbox)
     return Backend(store=store, reader=store, gaps=store, bus=bus, outbox=outbox,
                    deletions=store.deletions, leases=MemorySubscriptionLeases(),
-                   probe=_always_ready)
+                   revoked=MemoryRevokedTokens(), probe=_always_ready)
 
 
 @asynccontextmanager
@@ -85,20 +91,33 @@ async def database_url(settings: Settings) -> AsyncIterator[str]:
 
 
 @asynccontextmanager
-async def _postgres_backend(dsn: str, region: str) -> AsyncIterator[Backend]:
-    """Every write of the backend asserts that `region` (the node's) is not fenced."""
+async def _postgres_backend(dsn: str, settings: Settings) -> AsyncIterator[Backend]:
+    """Every write of the backend asserts that the node's region is not fenced, and every
+    wait on the database is bounded. Without `auto_migrate`, the database must already be
+    at this binary's schema."""
     from adapters.postgres import open_postgres
+    from adapters.postgres.migrations import ensure_current, schema_state
     from adapters.postgres.wait_notify import PostgresNotifyWaitService
 
-    pg = await open_postgres(dsn, region=region, migrate=True, listen=True)
+    if not settings.auto_migrate:
+        await ensure_current(dsn)
+    pg = await open_postgres(dsn, region=settings.region, migrate=settings.auto_migrate,
+                             listen=True, listen_dsn=settings.listen_database_url,
+                             bounds=settings.database_bounds())
 
     async def probe() -> None:
-        await pg.pool.fetchval("SELECT 1", timeout=READY_TIMEOUT_SECONDS)
+        async with pg.pool.acquire() as connection:
+            state = await schema_state(connection)
+        if not state.current:
+            raise NodeUnready(state.refusal() or "the database lacks migrations of this "
+                              "binary (run `runnel migrate`)")
+        if pg.bus.listen_connections == 0:
+            raise NodeUnready("the LISTEN connection is down (readers would miss wakes)")
 
     try:
         yield Backend(store=pg.store, reader=pg.reader, gaps=pg.gaps, bus=pg.bus,
                       outbox=pg.outbox, deletions=pg.deletions, leases=pg.leases,
-                      probe=probe,
+                      revoked=pg.revoked, probe=probe,
                       notify=lambda channel: PostgresNotifyWaitService(pg.pool, channel))
     finally:
         await pg.close()

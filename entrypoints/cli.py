@@ -1,4 +1,4 @@
-"""The `runnel` command: serve, worker, migrate, fence, unfence, token, tail, version.
+"""The `runnel` command: serve, worker, migrate, fence, unfence, token, revoke, tail, version.
 
 Configuration comes from `RUNNEL_*` environment variables (see
 `entrypoints.settings`); flags only choose what this invocation does.
@@ -23,7 +23,8 @@ from uvicorn.config import LOGGING_CONFIG
 from application.views import API_PREFIX
 from entrypoints.backend import database_url
 from entrypoints.log_ids import LogIds, ScrubIds
-from entrypoints.settings import Settings
+from entrypoints.settings import ConfigurationError, Settings
+from entrypoints.token_redaction import RedactTokens
 from entrypoints.tokens import mint_token
 
 DEV_TENANT = "dev"
@@ -60,8 +61,6 @@ class _Server(uvicorn.Server):
 
 def _banner(settings: Settings, host: str, port: int) -> str:
     url = f"http://{host}:{port}"
-    token = mint_token(settings.resolved_jwt_secret(), tenant=DEV_TENANT, sub=DEV_SUBJECT,
-                       scopes=DEV_SCOPES, ttl_seconds=DEV_TOKEN_TTL_SECONDS)
     storage = ("in memory (nothing survives exit)" if settings.storage == "memory"
                else "Postgres at RUNNEL_DATABASE_URL" if settings.database_url
                else f"embedded Postgres under {settings.data_dir.resolve()}")
@@ -71,19 +70,40 @@ def _banner(settings: Settings, host: str, port: int) -> str:
         f"  inputs:    input records {_inputs(settings)}"
         + ("" if settings.workers else " (this process runs no workers: `runnel worker` "
            "delivers with its own RUNNEL_WAIT_SERVICE)"),
-        f"  API docs:  {url}/schema  (OpenAPI: {url}/schema/openapi.json)",
-        f"  dev token: tenant {DEV_TENANT!r}, sub {DEV_SUBJECT!r}, scopes {', '.join(DEV_SCOPES)},"
-        f" valid {DEV_TOKEN_TTL_SECONDS // 3600} h",
-        f"  export RUNNEL_TOKEN={token}",
+        f"  API docs:  {url}/schema  (self-contained; OpenAPI: {url}/schema/openapi.json)",
+        *_token_lines(settings),
         f'  curl -H "Authorization: Bearer $RUNNEL_TOKEN" {url}{API_PREFIX}/runs/demo/streams',
     ])
+
+
+def is_local_default(settings: Settings) -> bool:
+    """The embedded default (no database configured) or the in-memory simulation: a
+    single-machine setup whose data only its own user reaches. Only there does `serve`
+    print a ready-made admin token (ADR 0025)."""
+    return settings.storage == "memory" or not settings.database_url
+
+
+def _token_lines(settings: Settings) -> list[str]:
+    if not is_local_default(settings):
+        return ["  tokens:    none printed on a configured database; mint one per client:",
+                "  export RUNNEL_TOKEN=$(runnel token --tenant T --sub S "
+                "--scopes streams:read,streams:write --ttl 3600)"]
+    ttl = min(DEV_TOKEN_TTL_SECONDS, settings.max_token_lifetime_seconds)
+    token = mint_token(settings.resolved_jwt_secret(), tenant=DEV_TENANT, sub=DEV_SUBJECT,
+                       scopes=DEV_SCOPES, ttl_seconds=ttl, issuer=settings.jwt_issuer,
+                       audience=settings.jwt_audience)
+    valid = f"{ttl // 3600} h" if ttl >= 3600 else f"{ttl} s"
+    return [f"  dev token: tenant {DEV_TENANT!r}, sub {DEV_SUBJECT!r}, scopes "
+            f"{', '.join(DEV_SCOPES)}, valid {valid} (local default only)",
+            f"  export RUNNEL_TOKEN={token}"]
 
 
 def _inputs(settings: Settings) -> str:
     """What happens to input records, by `RUNNEL_WAIT_SERVICE` (ADR 0014)."""
     kind = settings.wait_service_kind()
     if kind == "webhook":
-        return f"are delivered to the webhook at {settings.webhook_url} (2xx = delivered)"
+        return (f"are delivered to the webhook at {settings.webhook_url}, signed with "
+                "RUNNEL_WEBHOOK_SECRET (2xx = delivered)")
     if kind == "notify":
         return (f"are published as NOTIFY on {settings.notify_channel!r} (only sessions "
                 "listening at that moment receive them)")
@@ -94,27 +114,31 @@ def _inputs(settings: Settings) -> str:
 
 
 def _log_config(settings: Settings) -> dict[str, Any]:
-    """uvicorn's logging, plus ours, all on stderr; every handler scrubs run and stream ids
-    (`log_ids.py`)."""
+    """uvicorn's logging, plus ours, all on stderr; every handler redacts tokens
+    (`token_redaction.py`) and scrubs run and stream ids (`log_ids.py`)."""
     config: dict[str, Any] = copy.deepcopy(LOGGING_CONFIG)
     config["loggers"]["runnel"] = {"handlers": ["default"], "level": "INFO", "propagate": False}
     config["filters"] = {"scrub_ids": {"()": ScrubIds,
-                                       "ids": LogIds(settings.resolved_jwt_secret())}}
+                                       "ids": LogIds(settings.resolved_jwt_secret())},
+                         "redact_tokens": {"()": RedactTokens}}
     for handler in config["handlers"].values():
-        handler["filters"] = ["scrub_ids"]
+        handler["filters"] = ["redact_tokens", "scrub_ids"]
         handler["stream"] = "ext://sys.stderr"  # logs on stderr; stdout has the banner only
     return config
 
 
 def _serve(args: argparse.Namespace) -> int:
     from entrypoints.http import create_asgi_app
+    from entrypoints.http.connections import ConnectionBudget, bounded_protocol, connection_limits
 
     settings = Settings(workers=False) if args.no_workers else Settings()
+    budget = ConnectionBudget(connection_limits(settings))
     config = uvicorn.Config(
-        create_asgi_app(settings), host=args.host, port=args.port, lifespan="on",
+        create_asgi_app(settings, budget), host=args.host, port=args.port, lifespan="on",
         log_config=_log_config(settings), access_log=args.access_log, proxy_headers=False,
         server_header=False, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
-        h11_max_incomplete_event_size=2 * settings.max_header_bytes,
+        http=bounded_protocol(budget), ws="none",
+        timeout_keep_alive=settings.idle_timeout_seconds,  # type: ignore[arg-type]
     )
     _Server(config, settings).run()
     return 0
@@ -132,7 +156,13 @@ def _migrate(_: argparse.Namespace) -> int:
     if settings.storage == "memory":
         print("RUNNEL_STORAGE=memory: nothing to migrate")
         return 0
-    applied = asyncio.run(_apply_migrations(settings))
+    from adapters.postgres.migrations import SchemaMismatch
+
+    try:
+        applied = asyncio.run(_apply_migrations(settings))
+    except SchemaMismatch as refused:
+        print(f"runnel migrate: {refused}", file=sys.stderr)
+        return 2
     print("\n".join(f"applied {name}" for name in applied) or "schema is up to date")
     return 0
 
@@ -197,11 +227,23 @@ def _csv(value: str) -> list[str]:
 
 def _token(args: argparse.Namespace) -> int:
     settings = Settings()
+    limit = settings.max_token_lifetime_seconds
+    if not 0 < args.ttl <= limit:
+        print(f"runnel token: --ttl must be 1 to {limit} seconds "
+              "(RUNNEL_MAX_TOKEN_LIFETIME_SECONDS)", file=sys.stderr)
+        return 2
     print(mint_token(settings.resolved_jwt_secret(), tenant=args.tenant, sub=args.sub,
                      scopes=_csv(args.scopes),
                      runs=_csv(args.runs) if args.runs is not None else None,
-                     ttl_seconds=args.ttl))
+                     ttl_seconds=args.ttl, issuer=settings.jwt_issuer,
+                     audience=settings.jwt_audience))
     return 0
+
+
+def _revoke(args: argparse.Namespace) -> int:
+    from entrypoints.revoke import revoke
+
+    return revoke(Settings(), args.jti, args.tenant, args.expires_at)
 
 
 def _log_id(args: argparse.Namespace) -> int:
@@ -258,6 +300,15 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("--ttl", type=int, default=3600, help="seconds until expiry")
     token.set_defaults(handler=_token)
 
+    revoke = commands.add_parser(
+        "revoke", help="refuse a token by its jti on every node (within seconds)")
+    revoke.add_argument("jti", help="the token's jti claim")
+    revoke.add_argument("--tenant", help="only the token of this tenant (default: any tenant)")
+    revoke.add_argument("--expires-at", metavar="ISO-8601",
+                        help="when the token expires anyway, e.g. 2026-12-01T18:00:00Z "
+                             "(default: now + RUNNEL_MAX_TOKEN_LIFETIME_SECONDS)")
+    revoke.set_defaults(handler=_revoke)
+
     log_id = commands.add_parser("log-id", help="print the pseudonyms logs use for ids")
     log_id.add_argument("run")
     log_id.add_argument("stream", nargs="?")
@@ -280,12 +331,24 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except ValidationError as error:  # a RUNNEL_* variable: say which, without a traceback
+        problems = [_setting_problem(problem) for problem in error.errors()]
+        if len(problems) == 1:
+            print(f"runnel {args.command}: invalid configuration: {problems[0]}",
+                  file=sys.stderr)
+            return 2
         print(f"runnel {args.command}: invalid configuration", file=sys.stderr)
-        for problem in error.errors():
-            where = ".".join(str(part) for part in problem["loc"])
-            name = f"RUNNEL_{where.upper()}: " if where else ""
-            print(f"  {name}{problem['msg']}", file=sys.stderr)
+        for line in problems:
+            print(f"  {line}", file=sys.stderr)
         return 2
+    except ConfigurationError as error:
+        print(f"runnel {args.command}: invalid configuration: {error}", file=sys.stderr)
+        return 2
+
+
+def _setting_problem(problem: Any) -> str:
+    where = ".".join(str(part) for part in problem["loc"])
+    name = f"RUNNEL_{where.upper()}: " if where else ""
+    return name + str(problem["msg"]).removeprefix("Value error, ")
 
 
 if __name__ == "__main__":

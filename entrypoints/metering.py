@@ -72,14 +72,16 @@ class MeteredStreamStore:
             self._metrics.records.inc(items)
             self._metrics.bytes.inc(size)
 
-    async def create(self, stream: Stream) -> tuple[Stream, bool]:
-        return await self._inner.create(stream)
+    async def create(self, stream: Stream,
+                     max_streams_per_run: int | None = None) -> tuple[Stream, bool]:
+        return await self._inner.create(stream, max_streams_per_run)
 
     async def load(self, key: StreamKey) -> Stream | None:
         return await self._inner.load(key)
 
-    async def list_run(self, run: RunKey) -> Sequence[Stream]:
-        return await self._inner.list_run(run)
+    async def list_run(self, run: RunKey, after: str | None = None,
+                       limit: int | None = None) -> Sequence[Stream]:
+        return await self._inner.list_run(run, after, limit)
 
     async def streams_with_retention(self, after: StreamKey | None, limit: int,
                                      home: str) -> Sequence[StreamKey]:

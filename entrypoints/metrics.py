@@ -64,5 +64,9 @@ class Metrics:
                                  ["method", "route", "status"], buckets=LATENCY_BUCKETS,
                                  registry=r)
 
+        self.client_disconnects = Counter(
+            "runnel_http_client_disconnects", "Requests whose client closed the connection "
+            "while the request body was still arriving (answered 499, never a 500)", registry=r)
+
     def render(self) -> tuple[bytes, str]:
         return generate_latest(self.registry), CONTENT_TYPE_LATEST

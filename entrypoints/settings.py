@@ -16,9 +16,21 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from adapters.postgres.pool import DatabaseBounds
 from application.node import NodeSettings
+from client.webhooks import webhook_key
+from domain.credit_ceilings import INT64_MAX, CreditCeilings
+from domain.definition import MAX_OPEN_OBJECTS_CEILING, MAX_UNREAD_ITEMS_CEILING
 
 JWT_SECRET_FILE = "jwt-secret"
+MIN_WEBHOOK_KEY_BYTES = 32
+MIN_JWT_SECRET_BYTES = 32
+"""HS256 keys shorter than this are guessable offline from one token (RFC 7518 §3.2)."""
+
+
+class ConfigurationError(ValueError):
+    """A setting that cannot work, found after the settings were read (the CLI prints the
+    message as one line and exits 2)."""
 
 
 class S3RegionSettings(BaseModel):
@@ -35,15 +47,40 @@ class S3RegionSettings(BaseModel):
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="RUNNEL_", extra="ignore", frozen=True)
+    model_config = SettingsConfigDict(env_prefix="RUNNEL_", extra="ignore", frozen=True,
+                                      hide_input_in_errors=True)  # secrets stay out of errors
 
     database_url: str | None = None
     """Postgres DSN; unset → an embedded Postgres under `data_dir`."""
+    listen_database_url: str | None = None
+    """The DSN of the LISTEN connection, when it must differ from `database_url` (a
+    transaction-pooling proxy such as pgbouncer cannot carry LISTEN); unset → the same."""
     storage: Literal["postgres", "memory"] = "postgres"
     """`memory` runs the whole service in this process (simulation; nothing survives exit)."""
     data_dir: Path = Path(".runnel")
     region: str = Field("local", pattern=r"^[A-Za-z0-9._:-]{1,128}$")
     jwt_secret: SecretStr | None = None
+    """HS256 key for local use, at least 32 bytes; unset → one generated in `data_dir`."""
+    jwt_algorithms: tuple[Literal["HS256", "RS256", "EdDSA"], ...] = ()
+    """Token algorithms accepted (JSON list); empty → `["RS256", "EdDSA"]` with a JWKS,
+    else `["HS256"]`. HS256 tokens are checked only with the secret, the others only
+    with a key of the JWKS whose algorithm matches (ADR 0024)."""
+    jwt_jwks_file: Path | None = None
+    """A JWKS (JSON) with the public keys of the token issuer, read at start."""
+    jwt_jwks_url: str | None = None
+    """A JWKS URL, fetched at start and every `jwt_jwks_cache_seconds`, and again (at most
+    once per `jwt_jwks_min_refresh_seconds`) when a token names an unknown `kid`."""
+    jwt_jwks_cache_seconds: float = Field(300.0, gt=0)
+    jwt_jwks_min_refresh_seconds: float = Field(10.0, gt=0)
+    jwt_issuer: str | None = None
+    """When set, every token must carry this `iss` (and `runnel token` sets it)."""
+    jwt_audience: str | None = None
+    """When set, every token must carry this `aud` (and `runnel token` sets it)."""
+    max_token_lifetime_seconds: int = Field(24 * 3600, gt=0)
+    """No token lives longer: `exp - iat` (or, without `iat`, `exp - now`) above it is 401,
+    and `runnel token --ttl` refuses more."""
+    revocation_refresh_seconds: float = Field(5.0, gt=0)
+    """How often a node re-reads the revoked-token list (a NOTIFY makes it sooner)."""
     keepalive_seconds: float = Field(15.0, gt=0)
     sweep_seconds: float = Field(5.0, gt=0)
     sse_stall_seconds: float = Field(60.0, gt=0)
@@ -59,6 +96,39 @@ class Settings(BaseSettings):
     """Request body ceiling for a batch append (each inline record is ≤ 64 KiB on its own)."""
     max_header_bytes: int = Field(8 * 1024, ge=1024)
     """Total request-header ceiling checked by the app (431); the HTTP parser refuses twice this."""
+    db_statement_timeout_seconds: float = Field(15.0, gt=0)
+    """The longest a statement may run (server-side `statement_timeout`; the client gives up
+    2 s later on a server that does not answer at all)."""
+    db_acquire_timeout_seconds: float = Field(5.0, gt=0)
+    """The longest a request waits for a pool connection."""
+    db_connect_timeout_seconds: float = Field(5.0, gt=0)
+    db_idle_in_transaction_seconds: float = Field(30.0, gt=0)
+    """The server ends a session idle inside a transaction after this long (its locks go)."""
+    db_keepalive_seconds: float = Field(10.0, ge=1)
+    """TCP keepalive idle time, both ways; a silent peer is given up after about twice it."""
+    auto_migrate: bool = True
+    """Apply pending migrations when a node starts. `false` makes `runnel migrate` a deploy
+    step of its own: a node then refuses to start unless the database is exactly at its
+    schema (docs/adr/0027)."""
+    max_connections: int = Field(1000, gt=0)
+    """Open request connections on this node (event streams have their own cap); one more is
+    answered 503 `too_many_connections` and closed (ADR 0021)."""
+    max_connections_per_address: int = Field(100, gt=0)
+    """Open request connections from one client address. Behind a proxy every connection has
+    the proxy's address: raise it to the proxy's upstream connection count (ADR 0021)."""
+    max_sse_connections: int = Field(2000, gt=0)
+    """Open event streams (subscriptions) on this node, outside `max_connections`."""
+    header_timeout_seconds: float = Field(10.0, gt=0)
+    """From a connection's opening (or the first byte of its next request) to the end of the
+    request's headers; past it the connection is closed (408)."""
+    body_timeout_seconds: float = Field(10.0, gt=0)
+    """Grace for a request body: it must be complete within this plus one second per
+    `min_body_bytes_per_second` bytes received (408 and close otherwise)."""
+    min_body_bytes_per_second: int = Field(1024, gt=0)
+    """The slowest request body accepted, on average, once the grace is spent."""
+    idle_timeout_seconds: float = Field(20.0, gt=0)
+    """A kept-alive connection with no new request for this long is closed. Keep it above
+    the idle timeout of a proxy in front (ADR 0021)."""
     workers: bool = True
     """Run the background workers in the API process (`runnel serve --no-workers` turns it off)."""
     wait_service: Literal["none", "webhook", "notify", "memory"] | None = None
@@ -69,6 +139,10 @@ class Settings(BaseSettings):
     process (`storage=memory` only). Unset → `memory` with `storage=memory`, else `none`
     (ADR 0014)."""
     webhook_url: str | None = None
+    webhook_secret: SecretStr | None = None
+    """The key every webhook is signed with (HMAC-SHA256, Standard Webhooks): at least
+    32 bytes, `whsec_<base64>` or plain text; required with `wait_service=webhook`
+    (ADR 0022)."""
     notify_channel: str = Field("runnel_input_events", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
     delivery_lease_seconds: float = Field(30.0, gt=0)
     """How long a worker's claim on an outbox row lasts; a dead worker's rows are taken over
@@ -87,16 +161,50 @@ class Settings(BaseSettings):
     object_regions: tuple[str, ...] = ()
     """Regions the `fs`/`memory` store serves (JSON list); empty → the node's own region."""
 
+    max_streams_per_run: int = Field(1000, gt=0)
+    """Streams one run may hold; a create past it is 409 `too_many_streams` (counted under
+    the run's lock, so it holds across nodes)."""
+    # Ceilings on the credit pins a client may declare at creation (422 above them). Each
+    # admits at least the SPEC default of its pin, so a definition without credit fits.
+    max_unread_items_ceiling: int = Field(100_000, ge=1000, le=MAX_UNREAD_ITEMS_CEILING)
+    max_unread_bytes_ceiling: int = Field(256 * 1024**2, ge=8 * 1024**2, le=INT64_MAX)
+    max_total_items_ceiling: int = Field(10_000_000, ge=100_000, le=INT64_MAX)
+    max_total_bytes_ceiling: int = Field(64 * 1024**3, ge=1024**3, le=INT64_MAX)
+    max_open_objects_ceiling: int = Field(10_000, ge=100, le=MAX_OPEN_OBJECTS_CEILING)
+
+    @field_validator("jwt_secret")
+    @classmethod
+    def _secret_long_enough(cls, value: SecretStr | None) -> SecretStr | None:
+        problem = None if value is None else secret_problem(value.get_secret_value())
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
     @field_validator("wait_service", mode="before")
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:
         return None if value == "" else value
+
+    @field_validator("webhook_secret")
+    @classmethod
+    def _webhook_key_is_long_enough(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(webhook_key(value.get_secret_value())) \
+                < MIN_WEBHOOK_KEY_BYTES:
+            raise ValueError(f"must be at least {MIN_WEBHOOK_KEY_BYTES} bytes (decoded, for "
+                             "whsec_<base64>); generate one with: python -c \"import base64, "
+                             "secrets; print('whsec_' + base64.b64encode(secrets.token_bytes"
+                             "(32)).decode())\"")
+        return value
 
     @model_validator(mode="after")
     def _wait_service_fits(self) -> Settings:
         kind = self.wait_service_kind()
         if kind == "webhook" and not self.webhook_url:
             raise ValueError("RUNNEL_WAIT_SERVICE=webhook needs RUNNEL_WEBHOOK_URL")
+        if kind == "webhook" and self.webhook_secret is None:
+            raise ValueError("RUNNEL_WAIT_SERVICE=webhook needs RUNNEL_WEBHOOK_SECRET, the "
+                             f"key its requests are signed with (at least "
+                             f"{MIN_WEBHOOK_KEY_BYTES} bytes)")
         if kind == "notify" and self.storage != "postgres":
             raise ValueError("RUNNEL_WAIT_SERVICE=notify needs RUNNEL_STORAGE=postgres")
         if kind == "memory" and self.storage != "memory":
@@ -104,6 +212,26 @@ class Settings(BaseSettings):
                              "records would be marked delivered into a list in one process; "
                              "use webhook or notify, or none to keep them pending")
         return self
+
+    @model_validator(mode="after")
+    def _token_keys_fit(self) -> Settings:
+        if self.jwt_jwks_file is not None and self.jwt_jwks_url is not None:
+            raise ValueError("set RUNNEL_JWT_JWKS_FILE or RUNNEL_JWT_JWKS_URL, not both")
+        if self.jwt_jwks_url is not None and not self.jwt_jwks_url.startswith(
+                ("https://", "http://")):
+            raise ValueError("RUNNEL_JWT_JWKS_URL must be an http(s) URL")
+        has_jwks = self.jwt_jwks_file is not None or self.jwt_jwks_url is not None
+        if not has_jwks and set(self.token_algorithms()) - {"HS256"}:
+            raise ValueError("RUNNEL_JWT_ALGORITHMS lists RS256 or EdDSA, which need "
+                             "RUNNEL_JWT_JWKS_FILE or RUNNEL_JWT_JWKS_URL")
+        return self
+
+    def token_algorithms(self) -> tuple[str, ...]:
+        if self.jwt_algorithms:
+            return tuple(dict.fromkeys(self.jwt_algorithms))
+        if self.jwt_jwks_file is not None or self.jwt_jwks_url is not None:
+            return ("RS256", "EdDSA")
+        return ("HS256",)
 
     def wait_service_kind(self) -> Literal["none", "webhook", "notify", "memory"]:
         if self.wait_service is not None:
@@ -133,13 +261,41 @@ class Settings(BaseSettings):
             delivery_lease_seconds=self.delivery_lease_seconds,
             delivery_max_attempts=self.delivery_max_attempts,
             orphan_grace_seconds=self.orphan_grace_seconds,
+            credit_ceilings=CreditCeilings(
+                max_unread_items=self.max_unread_items_ceiling,
+                max_unread_bytes=self.max_unread_bytes_ceiling,
+                max_total_items=self.max_total_items_ceiling,
+                max_total_bytes=self.max_total_bytes_ceiling,
+                max_open_objects=self.max_open_objects_ceiling),
+            max_streams_per_run=self.max_streams_per_run,
         )
+
+    def database_bounds(self) -> DatabaseBounds:
+        return DatabaseBounds(
+            statement_timeout_seconds=self.db_statement_timeout_seconds,
+            acquire_timeout_seconds=self.db_acquire_timeout_seconds,
+            connect_timeout_seconds=self.db_connect_timeout_seconds,
+            idle_in_transaction_seconds=self.db_idle_in_transaction_seconds,
+            keepalive_seconds=self.db_keepalive_seconds)
 
     def resolved_jwt_secret(self) -> str:
         """The configured secret, or the node-local one (created on first use, mode 0600)."""
         if self.jwt_secret is not None:
             return self.jwt_secret.get_secret_value()
-        return local_jwt_secret(self.data_dir)
+        secret = local_jwt_secret(self.data_dir)
+        problem = secret_problem(secret)
+        if problem is not None:
+            raise ConfigurationError(f"{self.data_dir / JWT_SECRET_FILE}: {problem}")
+        return secret
+
+
+def secret_problem(secret: str) -> str | None:
+    """Why `secret` cannot sign tokens, or None."""
+    size = len(secret.encode())
+    if size >= MIN_JWT_SECRET_BYTES:
+        return None
+    return (f"must be at least {MIN_JWT_SECRET_BYTES} bytes, not {size} (make one with "
+            "`python3 -c 'import secrets; print(secrets.token_urlsafe(48))'`)")
 
 
 def local_jwt_secret(data_dir: Path) -> str:

@@ -1,7 +1,8 @@
 """Which `WorkflowWaitService` a node publishes input events through, opened with the node.
 
-- `RUNNEL_WAIT_SERVICE=webhook`: POST to `RUNNEL_WEBHOOK_URL`, one HTTP connection
-  pool for the node's lifetime; an event is delivered once the receiver answers 2xx;
+- `RUNNEL_WAIT_SERVICE=webhook`: POST to `RUNNEL_WEBHOOK_URL`, signed with
+  `RUNNEL_WEBHOOK_SECRET` (ADR 0022), one HTTP connection pool for the node's lifetime;
+  an event is delivered once the receiver answers 2xx;
 - `notify`: a Postgres NOTIFY on `RUNNEL_NOTIFY_CHANNEL` through the backend's pool;
   an event is only published: Postgres gives it to the sessions listening at commit;
 - `none` (the default with Postgres storage): no wait service, so nothing is
@@ -29,7 +30,9 @@ async def open_wait_service(settings: Settings,
     kind = settings.wait_service_kind()
     if kind == "webhook":
         assert settings.webhook_url is not None  # checked by Settings
-        async with WebhookWaitService(settings.webhook_url) as webhook:
+        assert settings.webhook_secret is not None  # checked by Settings
+        async with WebhookWaitService(settings.webhook_url,
+                                      settings.webhook_secret.get_secret_value()) as webhook:
             yield webhook
         return
     if kind == "notify":

@@ -15,6 +15,9 @@ Rules:
 - **Keys stay inside the root.** A key is `/`-separated segments; an empty,
   `.` or `..` segment, an absolute key, a backslash or a NUL is refused with
   `UnsafeObjectKey` before any I/O, and so is such a region name.
+- **Private to the service's user.** A body is created with mode 0600 and every
+  directory the store creates with 0700, set explicitly after creation so that no
+  umask (however permissive) widens them: other local users read nothing.
 - **The digest is measured, not remembered.** `stat` hashes the file on disk:
   there is no sidecar that could disagree with (or outlive) the body, and it
   reports what is really there. Bodies are bounded (32 MiB), so this is cheap.
@@ -38,6 +41,8 @@ from application.ports import ListedObject, ObjectEvidence, ObjectRegionUnavaila
 READ_CHUNK = 64 * 1024
 _HASH_BLOCK = 1024 * 1024
 _PARTIAL_SUFFIX = ".partial"
+BODY_MODE = 0o600
+DIRECTORY_MODE = 0o700
 
 
 class UnsafeObjectKey(ValueError):
@@ -81,7 +86,7 @@ class FilesystemObjectStore:
         await asyncio.to_thread(_make_directories, final.parent)
         temporary = final.with_name(f".{final.name}.{secrets.token_hex(8)}{_PARTIAL_SUFFIX}")
         try:
-            handle = await asyncio.to_thread(temporary.open, "xb")
+            handle = await asyncio.to_thread(_create_private, temporary)
             try:
                 # An async generator in fact: close it at once on failure, not at collection.
                 verified = cast(AsyncGenerator[bytes, None], verified_chunks(body, size, sha256))
@@ -150,8 +155,20 @@ def _make_directories(directory: Path) -> None:
     for new in reversed(missing):
         # Another upload may create the same directory concurrently.
         with contextlib.suppress(FileExistsError):
-            new.mkdir()
+            new.mkdir(DIRECTORY_MODE)
+            os.chmod(new, DIRECTORY_MODE)  # mkdir's mode is filtered by the umask
         _fsync_directory(new.parent)
+
+
+def _create_private(path: Path) -> BinaryIO:
+    """A new file (never an existing one) that only the service's user can read."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, BODY_MODE)
+    try:
+        os.fchmod(descriptor, BODY_MODE)  # the umask filtered the creation mode
+        return os.fdopen(descriptor, "wb")
+    except BaseException:
+        os.close(descriptor)
+        raise
 
 
 def _flush_to_disk(handle: BinaryIO) -> None:

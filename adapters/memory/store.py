@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from adapters.fanout import carried_records
 from adapters.memory.bus import MemoryWakeBus
 from application.ports import BodyDeletion, Delivery, RecordPage, Removed, StoredRecord, Wake
-from domain.errors import NotFound, RunErased
+from domain.errors import NotFound, RunErased, TooManyStreams
 from domain.identifiers import RunKey, StreamKey
 from domain.object_intent import LIVE_STATES, ObjectIntent
 from domain.stream import Stream
@@ -96,12 +96,18 @@ class MemoryStreamStore:
 
     # -- StreamStore -----------------------------------------------------
 
-    async def create(self, stream: Stream) -> tuple[Stream, bool]:
-        if stream.key.run in self._erased_runs:  # no await before: atomic with the mark
+    async def create(self, stream: Stream,
+                     max_streams_per_run: int | None = None) -> tuple[Stream, bool]:
+        # No await before the insert: atomic with the erasure mark and with other creates.
+        if stream.key.run in self._erased_runs:
             raise RunErased("the run was erased; nothing more is stored")
         existing = self._streams.get(stream.key)
         if existing is not None:
             return copy.deepcopy(existing.stream), False
+        if max_streams_per_run is not None and sum(
+                1 for key in self._streams if key.run == stream.key.run) >= max_streams_per_run:
+            raise TooManyStreams(f"the run already has {max_streams_per_run} streams",
+                                 limit=max_streams_per_run)
         events = list(stream.collect_events())
         self._streams[stream.key] = _StreamData(copy.deepcopy(stream), events)
         return stream, True
@@ -145,9 +151,11 @@ class MemoryStreamStore:
         data = self._streams.get(key)
         return copy.deepcopy(data.stream) if data is not None else None
 
-    async def list_run(self, run: RunKey) -> Sequence[Stream]:
-        return [copy.deepcopy(data.stream) for key, data in sorted(self._streams.items())
-                if key.run == run]
+    async def list_run(self, run: RunKey, after: str | None = None,
+                       limit: int | None = None) -> Sequence[Stream]:
+        listed = [copy.deepcopy(data.stream) for key, data in sorted(self._streams.items())
+                  if key.run == run and (after is None or key.stream_id > after)]
+        return listed if limit is None else listed[:limit]
 
     async def streams_with_retention(self, after: StreamKey | None, limit: int,
                                      home: str) -> Sequence[StreamKey]:

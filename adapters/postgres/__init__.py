@@ -19,12 +19,14 @@ from adapters.postgres.gaps import PostgresGapEvidence
 from adapters.postgres.group_commit import GroupCommitter
 from adapters.postgres.migrations import migrate
 from adapters.postgres.outbox import PostgresDeliveryOutbox
+from adapters.postgres.pool import DatabaseBounds, open_pool
 from adapters.postgres.reader import PostgresRecordReader
+from adapters.postgres.revoked_tokens import REVOKED_CHANNEL, PostgresRevokedTokens
 from adapters.postgres.store import PostgresStreamStore
 from adapters.postgres.stream_cache import StreamCache
 from adapters.postgres.subscription_leases import PostgresSubscriptionLeases
 
-__all__ = ["PostgresAdapters", "migrate", "open_postgres"]
+__all__ = ["DatabaseBounds", "PostgresAdapters", "migrate", "open_postgres"]
 
 DEFAULT_REGION = "local"
 """The region of a node that configures none (`RUNNEL_REGION`'s default)."""
@@ -48,6 +50,7 @@ class PostgresAdapters:
     outbox: PostgresDeliveryOutbox
     deletions: PostgresDeletionOutbox
     leases: PostgresSubscriptionLeases
+    revoked: PostgresRevokedTokens
     pool: asyncpg.Pool
 
     async def close(self) -> None:
@@ -59,7 +62,8 @@ class PostgresAdapters:
 async def open_postgres(dsn: str, *, region: str = DEFAULT_REGION, migrate: bool = True,
                         listen: bool = True, pool_size: int = 10, commit_connections: int = 3,
                         max_group: int = 256, listen_dsn: str | None = None,
-                        listen_settings: ListenSettings | None = None) -> PostgresAdapters:
+                        listen_settings: ListenSettings | None = None,
+                        bounds: DatabaseBounds | None = None) -> PostgresAdapters:
     """Connect to `dsn`.
 
     - `listen=False` gives a process that only writes and reads (workers, CLI):
@@ -70,18 +74,22 @@ async def open_postgres(dsn: str, *, region: str = DEFAULT_REGION, migrate: bool
       transaction (1 is one transaction per command: for comparisons);
     - `listen_dsn` routes the LISTEN connection differently from the pool (a
       transaction-pooling proxy such as pgbouncer cannot carry LISTEN);
-    - `region` is the node's (`RUNNEL_REGION`): its fence stops every write.
+    - `region` is the node's (`RUNNEL_REGION`): its fence stops every write;
+    - `bounds` bound every wait on the database (`pool.py`): past one, the adapters
+      raise `StoreUnavailable`.
     """
     if migrate:
         from adapters.postgres.migrations import migrate as apply
 
         await apply(dsn)
-    pool = await asyncpg.create_pool(dsn, min_size=1,
-                                     max_size=max(pool_size, commit_connections + 2),
-                                     server_settings=_SERVER_SETTINGS, reset=_keep_session)
+    pool = await open_pool(dsn, bounds or DatabaseBounds(),
+                           max_size=max(pool_size, commit_connections + 2),
+                           server_settings=_SERVER_SETTINGS, reset=_keep_session)
     codec = AggregateCodec()
     cache = StreamCache()
-    bus = PostgresWakeBus(listen_dsn or dsn, pool, listen_settings)
+    revoked = PostgresRevokedTokens(pool)
+    bus = PostgresWakeBus(listen_dsn or dsn, pool, listen_settings,
+                          doorbells={REVOKED_CHANNEL: revoked.ring})
     committer = GroupCommitter(pool, codec, cache, origin=bus.origin,
                                on_committed=bus.deliver_committed, region=region,
                                connections=commit_connections, max_group=max_group)
@@ -93,6 +101,7 @@ async def open_postgres(dsn: str, *, region: str = DEFAULT_REGION, migrate: bool
         outbox=PostgresDeliveryOutbox(pool, region),
         deletions=PostgresDeletionOutbox(pool, region),
         leases=PostgresSubscriptionLeases(pool),
+        revoked=revoked,
         pool=pool,
     )
     try:

@@ -12,6 +12,8 @@ Rules:
   fails or the server ends it; after every (re)connect, once LISTEN is active
   again, every local reader is told to re-read from its cursor
   (`hub.reset_all()`), so notifications lost meanwhile delay but never lose;
+- other channels may be heard as doorbells (`doorbells`: channel → ring): each NOTIFY on
+  one calls its ring, and so does every (re)connect, since some may have been missed;
 - wakes are only hints: the store sends them with its commit, never before;
 - live chunks are best effort: `publish_live` only enqueues them (bounded,
   dropping when full); a sender task numbers and NOTIFYs them in batches, one
@@ -31,7 +33,7 @@ import contextlib
 import logging
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -79,8 +81,8 @@ class BusStats:
 class PostgresWakeBus:
     """Implements `WakeBus` over LISTEN/NOTIFY."""
 
-    def __init__(self, dsn: str, pool: asyncpg.Pool, settings: ListenSettings | None = None
-                 ) -> None:
+    def __init__(self, dsn: str, pool: asyncpg.Pool, settings: ListenSettings | None = None,
+                 doorbells: Mapping[str, Callable[[], None]] | None = None) -> None:
         self.hub = FanoutHub()
         self.origin = uuid.uuid4().hex[:12]
         """Names this process in NOTIFY payloads, so it can skip its own."""
@@ -90,6 +92,7 @@ class PostgresWakeBus:
         self._dsn = dsn
         self._pool = pool
         self._settings = settings or ListenSettings()
+        self._doorbells = dict(doorbells or {})
         self._connection: asyncpg.Connection | None = None
         self._listening = asyncio.Event()
         self._lost = asyncio.Event()
@@ -165,6 +168,8 @@ class PostgresWakeBus:
                 # LISTEN is active again: anything committed from here on wakes us;
                 # whatever was committed while we were away, readers re-read.
                 self.hub.reset_all()
+                for ring in self._doorbells.values():
+                    ring()
                 self._listening.set()
                 backoff = settings.first_backoff_seconds
                 await self._heartbeat()
@@ -187,6 +192,8 @@ class PostgresWakeBus:
         connection.add_termination_listener(self._on_terminated)
         await connection.add_listener(WAKE_CHANNEL, self._on_wake)
         await connection.add_listener(LIVE_CHANNEL, self._on_live)
+        for channel, ring in self._doorbells.items():
+            await connection.add_listener(channel, _ringer(ring))
 
     async def _heartbeat(self) -> None:
         """Returns (raising) only when the connection is gone or does not answer."""
@@ -259,3 +266,13 @@ class PostgresWakeBus:
             if self._supervisor is None:
                 for chunk in chunks:
                     self.hub.deliver_live(chunk)
+
+
+def _ringer(ring: Callable[[], None]) -> Callable[[Any, int, str, str], None]:
+    def on_notify(_connection: Any, _pid: int, _channel: str, _payload: str) -> None:
+        try:
+            ring()
+        except Exception:  # a doorbell must not kill the listener
+            log.exception("doorbell ring failed")
+
+    return on_notify

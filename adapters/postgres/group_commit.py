@@ -61,6 +61,7 @@ from adapters.postgres.codec import AggregateCodec
 from adapters.postgres.fences import is_fenced, refusal
 from adapters.postgres.group_writes import GroupWrites, write_statement
 from adapters.postgres.ids import stream_id
+from adapters.postgres.pool import as_unavailable
 from adapters.postgres.stream_cache import StreamCache
 from adapters.postgres.stream_rows import ROW_COLUMNS, UNREAD_SIZES, stream_from_row
 from adapters.postgres.unit_of_work import (
@@ -70,7 +71,7 @@ from adapters.postgres.unit_of_work import (
     accept,
     reject,
 )
-from application.ports import Wake
+from application.ports import StoreUnavailable, Wake
 from domain.errors import NotFound
 from domain.identifiers import StreamKey
 
@@ -118,7 +119,8 @@ _WRITE_CONFLICT = "RN001"
 _CONFLICTS = (asyncpg.UniqueViolationError, asyncpg.DeadlockDetectedError)
 
 # Errors that leave the shared transaction unusable (or the connection gone).
-_DATABASE_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError)
+_DATABASE_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError,
+                    StoreUnavailable)
 
 
 @dataclass(eq=False)
@@ -210,6 +212,9 @@ class GroupCommitter:
             yield session
         except BaseException as error:
             _set(request.finished, error)
+            unavailable = as_unavailable(error)  # a query of the caller's hit an outage
+            if unavailable is not None and unavailable is not error:
+                raise unavailable from error
             raise
         finally:
             _inside.reset(inside)
@@ -332,6 +337,8 @@ class GroupCommitter:
         except NeedsLock:
             return False
         except _DATABASE_ERRORS as error:
+            if self._unavailable(group, error):
+                return True  # running it locked would wait on the same outage
             if is_fenced(error):
                 # Not a conflict: running it again, locked or not, would be fenced too.
                 # The group's own refusals were decided on an unconfirmed state: fenced too.
@@ -423,6 +430,9 @@ class GroupCommitter:
             if is_fenced(cause):
                 self._fenced(group, cause)
                 return
+            if self._unavailable(group, cause):
+                return
+            cause = as_unavailable(cause) or cause
             self.stats.failed_groups += 1
             log.warning("group of %d units of work failed: %r", len(group), cause)
             for request in accepted:
@@ -443,6 +453,21 @@ class GroupCommitter:
         self._committed(group, len(accepted), locked, writes)
         for request in accepted:
             _set(request.committed, request.answer)
+
+    def _unavailable(self, group: list[_Request], error: BaseException) -> bool:
+        """Answer every unit of work of `group` with the outage `error` is, if the
+        connection failed: whether the group was written is unknown, and units that did
+        not start would only wait on the same outage (their callers retry, with their
+        idempotency keys). A cancelled statement is not such an outage: the server
+        answers, so units that did not start go to the next group as usual."""
+        unavailable = as_unavailable(error)
+        if unavailable is None or isinstance(unavailable.__cause__, asyncpg.QueryCanceledError):
+            return False
+        self.stats.failed_groups += 1
+        log.warning("group of %d units of work failed: %s", len(group), unavailable)
+        for request in group:
+            _fail_request(request, unavailable)
+        return True
 
     def _fenced(self, group: list[_Request], error: BaseException) -> None:
         """Answer every unit of work of a group the fence refused (it wrote nothing)."""
@@ -483,7 +508,7 @@ class GroupCommitter:
             try:
                 failure = await self._call(request, stream, connection, optimistic=False)
             except _DATABASE_ERRORS as error:
-                _fail(request.committed, error)
+                _fail(request.committed, as_unavailable(error) or error)
                 raise _GroupPoisoned() from error
             if failure is not None:  # decided under the lock: final
                 _fail(request.committed, failure)

@@ -4,14 +4,19 @@
 transaction per group, see `group_commit.py`). Everything else is a single
 autocommit statement on the pool, except the two that serialize on a run.
 
-Rules (creation against erasure):
-- a create holds the run's advisory lock shared, an erasure mark holds it
-  exclusively, each for its own transaction only;
+Rules (creation against erasure, and the streams-per-run cap):
+- a create and an erasure mark each hold the run's advisory lock exclusively, for
+  their own transaction only: creates in one run take turns (on every node), and
+  take turns with the mark;
 - a create reads the mark in a statement that starts after its lock is granted,
   so under READ COMMITTED it sees every mark committed before: the lock, not the
   statement snapshot, orders the two;
 - a mark therefore commits either before a create looks (which is refused) or
-  after that create committed (and the eraser's `list_run` finds its stream).
+  after that create committed (and the eraser's `list_run` finds its stream);
+- likewise a create counts the run's streams in a statement that starts after its
+  lock is granted, so it sees every stream created before it: two creates racing for
+  the run's last slot (on two nodes) cannot both take it. Creates of one run are rare
+  next to appends, so serialising them costs nothing that matters.
 
 Creates and erasure marks, like every write, assert in their own statement that
 the node's region is not fenced (`fences.py`): a fenced node stores neither.
@@ -35,7 +40,7 @@ from adapters.postgres.load_coalescing import LoadCoalescer
 from adapters.postgres.stream_cache import StreamCache
 from adapters.postgres.stream_rows import ROW_COLUMNS, stream_from_row
 from adapters.postgres.unit_of_work import PostgresSession, load_intent_row
-from domain.errors import RunErased
+from domain.errors import RunErased, TooManyStreams
 from domain.identifiers import RunKey, StreamKey
 from domain.object_intent import ObjectIntent
 from domain.stream import Stream
@@ -51,6 +56,8 @@ WITH created AS (
                          legal_hold, erased, created_at)
     SELECT $1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16
     WHERE NOT EXISTS (SELECT 1 FROM erased_runs WHERE tenant = $2 AND run_id = $3)
+      AND ($23::bigint IS NULL
+           OR (SELECT count(*) FROM streams WHERE tenant = $2 AND run_id = $3) < $23)
     ON CONFLICT DO NOTHING
     RETURNING id
 ), created_events AS (
@@ -64,17 +71,21 @@ WITH created AS (
 )
 SELECT EXISTS (SELECT 1 FROM created) AS created,
        EXISTS (SELECT 1 FROM erased_runs WHERE tenant = $2 AND run_id = $3) AS run_erased,
+       ($23::bigint IS NOT NULL
+        AND (SELECT count(*) FROM streams WHERE tenant = $2 AND run_id = $3) >= $23)
+           AS run_full,
        {assert_unfenced("$22")} AS unfenced
 """
 
-_RUN_LOCK_SHARED = "SELECT pg_advisory_xact_lock_shared(hashtextextended($1 || '/' || $2, 0))"
 _RUN_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2, 0))"
 """The run's lock (ids cannot hold `/`, so no two runs share a text; a hash collision
 only serializes two runs that did not need it)."""
 
 _LIST_RUN = f"""
 SELECT s.id, s.version, {ROW_COLUMNS} FROM streams AS s
-WHERE s.tenant = $1 AND s.run_id = $2 ORDER BY s.stream_id
+WHERE s.tenant = $1 AND s.run_id = $2 AND ($3::text IS NULL OR s.stream_id > $3)
+ORDER BY s.stream_id
+LIMIT $4
 """
 
 _LOAD_INTENT = """
@@ -119,25 +130,29 @@ class PostgresStreamStore:
         self.committer = committer
         self._loads = LoadCoalescer(pool, codec, cache)
 
-    async def create(self, stream: Stream) -> tuple[Stream, bool]:
+    async def create(self, stream: Stream,
+                     max_streams_per_run: int | None = None) -> tuple[Stream, bool]:
         key = stream.key
         with refused_when_fenced(self._region):
-            row = await self._insert(stream)
+            row = await self._insert(stream, max_streams_per_run)
         if row["run_erased"]:
             raise RunErased("the run was erased; nothing more is stored")
         if row["created"]:
             return stream, True
         existing = await self.load(key)
+        if existing is None and row["run_full"]:
+            raise TooManyStreams(f"the run already has {max_streams_per_run} streams",
+                                 limit=max_streams_per_run)
         if existing is None:  # created and erased in between: cannot happen, rows stay
             raise RuntimeError(f"stream {key.channel_key} vanished during create")
         return existing, False
 
-    async def _insert(self, stream: Stream) -> asyncpg.Record:
+    async def _insert(self, stream: Stream, max_streams_per_run: int | None) -> asyncpg.Record:
         key = stream.key
         events = self._codec.events(stream.collect_events())
         snapshot = self._codec.snapshot(stream)
         async with self._pool.acquire() as connection, connection.transaction():
-            await connection.execute(_RUN_LOCK_SHARED, key.tenant, key.run_id)
+            await connection.execute(_RUN_LOCK, key.tenant, key.run_id)
             row = await connection.fetchrow(
                 _CREATE, stream.id, key.tenant, key.run_id, key.stream_id,
                 stream.definition.model_dump_json(), snapshot.topic, snapshot.state,
@@ -145,7 +160,8 @@ class PostgresStreamStore:
                 stream.total_bytes, stream.closed, stream.legal_hold, stream.erased,
                 stream.created_at, [e.originator_id for e in events],
                 [e.originator_version for e in events], [e.topic for e in events],
-                [e.state for e in events], list(stream.acks), self._region)
+                [e.state for e in events], list(stream.acks), self._region,
+                max_streams_per_run)
         assert row is not None
         return row
 
@@ -160,8 +176,9 @@ class PostgresStreamStore:
     async def load(self, key: StreamKey) -> Stream | None:
         return await self._loads.load(stream_id(key))
 
-    async def list_run(self, run: RunKey) -> Sequence[Stream]:
-        rows = await self._pool.fetch(_LIST_RUN, run.tenant, run.run_id)
+    async def list_run(self, run: RunKey, after: str | None = None,
+                       limit: int | None = None) -> Sequence[Stream]:
+        rows = await self._pool.fetch(_LIST_RUN, run.tenant, run.run_id, after, limit)
         return [stream_from_row(self._codec, row["id"], row["version"], row) for row in rows]
 
     async def streams_with_retention(self, after: StreamKey | None, limit: int,

@@ -1,4 +1,5 @@
-"""`WorkflowWaitService` over HTTP: each input event is POSTed to the workflow's webhook."""
+"""`WorkflowWaitService` over HTTP: each input event is POSTed, signed, to the workflow's
+webhook."""
 
 from adapters.webhook.wait_service import WebhookRejected, WebhookWaitService
 

@@ -1,9 +1,14 @@
-"""The webhook `WorkflowWaitService`: one POST per input event.
+"""The webhook `WorkflowWaitService`: one signed POST per input event.
 
 Rules:
-- the body is the event as JSON (`event_id`, `run_id`, `stream_id`, `sequence`,
-  `record`); the `Idempotency-Key` header carries `event_id`, which is stable
-  across retries and processes, so the receiver deduplicates redeliveries;
+- the body is the event as compact JSON (`event_id`, `tenant`, `run_id`, `stream_id`,
+  `sequence`, `record`); `(tenant, run_id)` names the run, since the same run id in
+  two tenants is two runs;
+- every attempt is signed the Standard Webhooks way (`client/webhooks.py`, the one home
+  of the scheme, which receivers verify with): `webhook-id` and `Idempotency-Key` carry
+  `event_id`, stable across retries and processes, so the receiver deduplicates
+  redeliveries; `webhook-timestamp` is the attempt's time, so a retry hours later is
+  still inside the receiver's replay window; `webhook-signature` is `v1,<base64>`;
 - only a 2xx answer counts as delivered; any other status, a timeout or a
   connection error raises, so the dispatcher retries the row with backoff;
 - redirects are not followed (a 3xx is a failure: the URL is configuration).
@@ -11,12 +16,15 @@ Rules:
 
 from __future__ import annotations
 
+import json
 from types import TracebackType
 from typing import Any
 
 import httpx
 
-from application.ports import InputEvent
+from adapters.clock import SystemClock
+from application.ports import Clock, InputEvent
+from client.webhooks import webhook_headers
 
 TIMEOUT_SECONDS = 10.0
 
@@ -30,22 +38,34 @@ class WebhookRejected(Exception):
 
 
 def event_body(event: InputEvent) -> dict[str, Any]:
-    return {"event_id": event.event_id, "run_id": event.run_id, "stream_id": event.stream_id,
-            "sequence": event.sequence, "record": dict(event.record)}
+    return {"event_id": event.event_id, "tenant": event.tenant, "run_id": event.run_id,
+            "stream_id": event.stream_id, "sequence": event.sequence,
+            "record": dict(event.record)}
+
+
+def encoded_body(event: InputEvent) -> bytes:
+    """The exact bytes that are signed and sent."""
+    return json.dumps(event_body(event), separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False).encode()
 
 
 class WebhookWaitService:
     """Implements `WorkflowWaitService`; holds one connection pool until `aclose()`."""
 
-    def __init__(self, url: str, timeout_seconds: float = TIMEOUT_SECONDS,
-                 client: httpx.AsyncClient | None = None) -> None:
+    def __init__(self, url: str, secret: str, timeout_seconds: float = TIMEOUT_SECONDS,
+                 client: httpx.AsyncClient | None = None, clock: Clock | None = None) -> None:
         self._url = url
+        self._secret = secret
+        self._clock = clock or SystemClock()
         self._client = client or httpx.AsyncClient(timeout=timeout_seconds,
                                                    follow_redirects=False)
 
     async def publish(self, event: InputEvent) -> None:
-        response = await self._client.post(self._url, json=event_body(event),
-                                           headers={"Idempotency-Key": event.event_id})
+        body = encoded_body(event)
+        timestamp = int(self._clock.now().timestamp())
+        headers = {"content-type": "application/json", "Idempotency-Key": event.event_id,
+                   **webhook_headers(self._secret, event.event_id, timestamp, body)}
+        response = await self._client.post(self._url, content=body, headers=headers)
         if not response.is_success:
             raise WebhookRejected(response.status_code, response.text[:200])
 

@@ -20,28 +20,38 @@ from litestar.types import ASGIApp
 
 from application.service import RunnelService
 from entrypoints.container import Container, running
-from entrypoints.http.auth import Authenticator
+from entrypoints.http.api_docs import api_docs_plugins, api_docs_router
+from entrypoints.http.auth import Authenticator, SubscribeAuthenticator
+from entrypoints.http.connections import ConnectionBudget, ConnectionMetrics
+from entrypoints.http.disconnects import client_disconnects
 from entrypoints.http.handlers.operations import Probe
 from entrypoints.http.limits import header_limit
 from entrypoints.http.openapi import PublishedRules
 from entrypoints.http.problems import problem_response
+from entrypoints.http.referrer import no_referrer
 from entrypoints.http.routes import api_router, operation_handlers
 from entrypoints.http.sse_transport import EventStreamTransport
 from entrypoints.http.timing import route_timing
 from entrypoints.metrics import Metrics
 from entrypoints.settings import Settings
+from entrypoints.subscribe_tokens import SubscribeTokens
 
 DESCRIPTION = """Durable work-data streams for workflow runs.
 
-Authenticate with `Authorization: Bearer <jwt>` (HS256; claims `sub`, `tenant`,
-`scopes`, optional `runs`, `exp`); `runnel token` mints one. Errors are
-`application/problem+json` with a stable `code`."""
+Authenticate with `Authorization: Bearer <jwt>` (HS256 locally, RS256 or EdDSA
+against a JWKS; claims `sub`, `tenant`, `scopes`, optional `runs`, `exp`, `iat`,
+`jti`); `runnel token` mints one. Where a client cannot set headers
+(`EventSource`), the subscribe route takes `?access_token=` with a short-lived
+subscribe token of that stream (`POST …/subscribe-token`), and no other token. A
+subscription ends with `event: end` `{"reason": "token_expired"}` when its token
+expires. Errors are `application/problem+json` with a stable `code`."""
 
 
 def create_app(settings: Settings, container: Container | None = None) -> Litestar:
     container = container if container is not None else Container(settings=settings)
     metrics: Metrics = container.metrics()
-    auth = Authenticator(settings.resolved_jwt_secret())
+    auth = Authenticator.from_settings(settings)
+    subscribe_tokens = SubscribeTokens(settings.resolved_jwt_secret())
 
     def provide_service() -> RunnelService:
         return container.service()
@@ -52,25 +62,36 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
     def provide_probe() -> Probe:
         return container.backend().probe
 
+    def provide_subscribe_tokens() -> SubscribeTokens:
+        return subscribe_tokens
+
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
-        async with running(container):
+        # The second context is entered after the first: the backend is open by then.
+        async with running(container), auth.kept_current(
+                container.backend().revoked, container.clock(),
+                settings.revocation_refresh_seconds):
             yield
 
     return Litestar(
-        route_handlers=[*operation_handlers(), api_router(settings, auth)],
+        route_handlers=[*operation_handlers(),
+                        api_router(settings, auth, SubscribeAuthenticator(auth, subscribe_tokens))],
         dependencies={
             "service": Provide(provide_service, sync_to_thread=False),
             "metrics": Provide(provide_metrics, sync_to_thread=False),
             "probe": Provide(provide_probe, sync_to_thread=False),
+            "subscribe_tokens": Provide(provide_subscribe_tokens, sync_to_thread=False),
         },
         exception_handlers={Exception: problem_response},
-        middleware=[header_limit(settings.max_header_bytes), route_timing(metrics)],
+        before_send=[no_referrer],
+        middleware=[header_limit(settings.max_header_bytes), route_timing(metrics),
+                    client_disconnects(metrics)],
         request_max_body_size=settings.max_body_bytes,
         lifespan=[lifespan],
         plugins=[PublishedRules()],
         openapi_config=OpenAPIConfig(
             title="Runnel", version=version("runnel"), description=DESCRIPTION, path="/schema",
+            render_plugins=api_docs_plugins(), openapi_router=api_docs_router(),
             components=Components(security_schemes={"BearerToken": SecurityScheme(
                 type="http", scheme="bearer", bearer_format="JWT")})),
         logging_config=None,
@@ -78,10 +99,12 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
     )
 
 
-def create_asgi_app(settings: Settings) -> ASGIApp:
+def create_asgi_app(settings: Settings, connections: ConnectionBudget | None = None) -> ASGIApp:
     """What the server runs: the app behind the event-stream transport (coalesced writes,
-    stall bound)."""
+    stall bound); `connections`, the server's connection budget, is reported in /metrics."""
     container = Container(settings=settings)
     metrics: Metrics = container.metrics()
+    if connections is not None:
+        metrics.registry.register(ConnectionMetrics(connections))
     return EventStreamTransport(create_app(settings, container), settings.sse_stall_seconds,
                                 on_stall=metrics.stalled.inc)

@@ -38,9 +38,9 @@ from domain.cursor import MAX_SEQUENCE
 from domain.definition import FORBIDDEN_CONTENT_CLASSES, StreamDefinition
 from domain.identifiers import OBJECT_ID_REGEX, id_json_schema
 from domain.live_chunk import LIVE_CHUNK_MAX_BYTES
+from domain.media_type import MEDIA_TYPE_MAX_CHARS, MEDIA_TYPE_REGEX
 from domain.records import (
     BASE64_REGEX,
-    CONTENT_TYPE_MAX_LENGTH,
     IDEMPOTENCY_KEY_MAX,
     INLINE_MAX_BYTES,
     OBJECT_MAX_BYTES,
@@ -184,7 +184,8 @@ def record_request_schema() -> JsonSchema:
             "payload": {},
             "data": {"type": "string", "contentEncoding": "base64", "pattern": BASE64_REGEX,
                      "maxLength": 4 * -(-INLINE_MAX_BYTES // 3)},
-            "content_type": {**text, "maxLength": CONTENT_TYPE_MAX_LENGTH},
+            "content_type": {**text, "maxLength": MEDIA_TYPE_MAX_CHARS,
+                             "pattern": MEDIA_TYPE_REGEX},
             "idempotency_key": {**text, "maxLength": IDEMPOTENCY_KEY_MAX},
         },
         "oneOf": [{"required": ["payload"], "not": {"required": ["data"]}},

@@ -5,7 +5,9 @@ The body is `type`, `title`, `status`, `detail`, `code`, plus the error's own
 `reason`). A 429 carries `Retry-After`, a 401 `WWW-Authenticate`. Framework
 errors (validation, routing, body size) get the same shape with their own
 stable codes; anything unforeseen is a 500 `internal_error` whose detail says
-nothing about the cause (the log has it).
+nothing about the cause (the log has it). A detail never carries a query string
+(the framework's validation detail names the URL; a subscription URL carries a
+credential), nor anything shaped like a token (ADR 0023).
 """
 
 from __future__ import annotations
@@ -28,13 +30,16 @@ from litestar.exceptions import (
 )
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 
-from application.ports import ObjectRegionUnavailable
+from application.ports import ObjectRegionUnavailable, StoreUnavailable
 from domain import errors as e
+from entrypoints.token_redaction import redact_tokens
 
 log = logging.getLogger("runnel.http")
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 STANDARD_FIELDS = frozenset({"type", "title", "status", "detail", "code"})
+STORE_RETRY_AFTER_SECONDS = 2
+"""What a 503 `store_unavailable` asks a client to wait before retrying."""
 
 
 class HeadersTooLarge(Exception):
@@ -43,6 +48,15 @@ class HeadersTooLarge(Exception):
     def __init__(self, limit: int) -> None:
         super().__init__(f"request headers exceed {limit} bytes")
         self.limit = limit
+
+
+class ClientDisconnected(Exception):
+    """The client closed its connection while its request body was still arriving."""
+
+
+CLIENT_CLOSED_REQUEST = 499
+"""Not in RFC 9110: the status nginx logs for a request its client abandoned. Nobody reads
+the answer; it keeps such requests out of the 5xx figures."""
 
 
 class NotReady(Exception):
@@ -58,10 +72,12 @@ PROBLEMS: dict[type[Exception], tuple[int, str]] = {
     e.InvalidDefinition: (422, e.InvalidDefinition.code),
     e.ForbiddenContentClass: (422, e.ForbiddenContentClass.code),
     e.InvalidRecord: (422, e.InvalidRecord.code),
+    e.InvalidContentType: (422, e.InvalidContentType.code),
     e.DigestMismatch: (422, e.DigestMismatch.code),
     e.SizeMismatch: (422, e.SizeMismatch.code),
     e.Unauthenticated: (401, e.Unauthenticated.code),
     e.Forbidden: (403, e.Forbidden.code),
+    e.NotIntentOwner: (403, e.NotIntentOwner.code),
     e.ConsumerScope: (403, e.ConsumerScope.code),
     e.EgressDenied: (403, e.EgressDenied.code),
     e.NotFound: (404, e.NotFound.code),
@@ -69,6 +85,7 @@ PROBLEMS: dict[type[Exception], tuple[int, str]] = {
     e.DefinitionConflict: (409, e.DefinitionConflict.code),
     e.StreamClosed: (409, e.StreamClosed.code),
     e.QuotaExhausted: (409, e.QuotaExhausted.code),
+    e.TooManyStreams: (409, e.TooManyStreams.code),
     e.AckRegression: (409, e.AckRegression.code),
     e.StreamHeld: (409, e.StreamHeld.code),
     e.ObjectNotUploaded: (409, e.ObjectNotUploaded.code),
@@ -84,9 +101,12 @@ PROBLEMS: dict[type[Exception], tuple[int, str]] = {
     e.DomainError: (422, e.DomainError.code),
     # The node and the framework.
     HeadersTooLarge: (431, "headers_too_large"),
+    ClientDisconnected: (CLIENT_CLOSED_REQUEST, "client_disconnected"),
     NotReady: (503, "not_ready"),
     # The stream pins its bodies to a region this node has no object store for.
     ObjectRegionUnavailable: (503, "object_region_unavailable"),
+    # The database refused or did not answer in time; a write's outcome is unknown.
+    StoreUnavailable: (503, "store_unavailable"),
     ValidationException: (400, "invalid_request"),
     SerializationException: (400, "invalid_body"),
     NotAuthorizedException: (401, "unauthenticated"),
@@ -121,9 +141,9 @@ def problem_body(exc: BaseException) -> dict[str, Any]:
     status, code = classify(exc)
     body: dict[str, Any] = {
         "type": f"urn:runnel:problem:{code}",
-        "title": HTTPStatus(status).phrase,
+        "title": _title(status),
         "status": status,
-        "detail": _detail(exc, status),
+        "detail": redact_tokens(_detail(exc, status)),
         "code": code,
     }
     if isinstance(exc, e.DomainError):
@@ -135,13 +155,24 @@ def problem_body(exc: BaseException) -> dict[str, Any]:
     return body
 
 
+def _title(status: int) -> str:
+    if status == CLIENT_CLOSED_REQUEST:
+        return "Client Closed Request"
+    return HTTPStatus(status).phrase
+
+
 def _detail(exc: BaseException, status: int) -> str:
     if isinstance(exc, e.DomainError):
         return exc.detail
+    if isinstance(exc, ValidationException):
+        return str(exc.detail).partition("?")[0]  # "Validation failed for GET /path"
     if isinstance(exc, HTTPException):
         return str(exc.detail)
-    if isinstance(exc, HeadersTooLarge | NotReady | ObjectRegionUnavailable):
+    if isinstance(exc, HeadersTooLarge | NotReady | ObjectRegionUnavailable | ClientDisconnected):
         return str(exc)
+    if isinstance(exc, StoreUnavailable):
+        return ("the database did not answer in time; a write may or may not have been "
+                "stored: retry it with the same idempotency keys")
     if isinstance(exc, RecursionError):
         return "the JSON is nested too deeply"
     return HTTPStatus(status).description or HTTPStatus(status).phrase
@@ -152,6 +183,8 @@ def problem_headers(exc: BaseException, status: int) -> dict[str, str]:
     if status == 429:
         retry = exc.extra.get("retry_after_seconds", 1) if isinstance(exc, e.DomainError) else 1
         headers["Retry-After"] = str(max(1, int(retry)))
+    if isinstance(exc, StoreUnavailable):
+        headers["Retry-After"] = str(STORE_RETRY_AFTER_SECONDS)
     if status == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="runnel"'
     if isinstance(exc, HTTPException) and exc.headers:
@@ -163,7 +196,10 @@ def problem_response(request: Request[Any, Any, Any], exc: Exception) -> Respons
     """Litestar's exception handler for every exception class."""
     body = problem_body(exc)
     status = body["status"]
-    if status >= 500 and not isinstance(exc, NotReady | e.RegionFenced):  # both expected
+    if isinstance(exc, StoreUnavailable):  # expected, and the store's log says why
+        log.warning("store unavailable on %s %s: %r", request.method,
+                    request.scope.get("path_template", request.url.path), exc.__cause__)
+    elif status >= 500 and not isinstance(exc, NotReady | e.RegionFenced):  # both expected
         log.error("unhandled error on %s %s", request.method, request.scope.get("path_template",
                                                                                 request.url.path),
                   exc_info=exc)

@@ -115,3 +115,7 @@ def object_view() -> JsonSchema:
 
 def status(value: str) -> JsonSchema:
     return shape({"status": {"const": value}})
+
+
+def subscribe_token() -> JsonSchema:
+    return shape({"token": TEXT, "expires_at": TIME})

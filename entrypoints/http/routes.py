@@ -15,7 +15,7 @@ from litestar.openapi.datastructures import ResponseSpec
 from application.views import API_PREFIX
 from domain.records import OBJECT_MAX_BYTES
 from entrypoints.http import responses as shapes
-from entrypoints.http.auth import Authenticator
+from entrypoints.http.auth import Authenticator, SubscribeAuthenticator
 from entrypoints.http.handlers import (
     consumers,
     lifecycle,
@@ -27,6 +27,7 @@ from entrypoints.http.handlers import (
     viewer,
 )
 from entrypoints.http.handlers.subscribe import subscribe
+from entrypoints.http.handlers.subscribe_token import mint_subscribe_token
 from entrypoints.http.openapi import RawBodyOperation
 from entrypoints.http.problems import PROBLEM_MEDIA_TYPE
 from entrypoints.http.responses import spec
@@ -51,9 +52,10 @@ class Problem(msgspec.Struct):
     code: str
 
 
-EVERY_ROUTE = (400, 401, 403, 404, 431)
+EVERY_ROUTE = (400, 401, 403, 404, 431, 503)
 """What any API route may answer: a malformed id or parameter, no or a bad token, a token
-without the scope, an unknown (or another tenant's) run, too large headers."""
+without the scope, an unknown (or another tenant's) run, too large headers, a store that
+does not answer (`store_unavailable`)."""
 
 
 def problems(*statuses: int) -> dict[int, ResponseSpec]:
@@ -69,7 +71,8 @@ def answers(*statuses: int, schema: dict[str, Any]) -> dict[int, ResponseSpec]:
     return {status: spec(schema, status) for status in statuses}
 
 
-def api_router(settings: Settings, auth: Authenticator) -> Router:
+def api_router(settings: Settings, auth: Authenticator,
+               subscribe_auth: SubscribeAuthenticator) -> Router:
     small = settings.max_body_bytes
     handlers: list[HTTPRouteHandler] = [
         post(RUN + "/streams", status_code=201, request_max_body_size=small,
@@ -99,13 +102,18 @@ def api_router(settings: Settings, auth: Authenticator) -> Router:
             records.read_records),
         get(STREAM + "/subscribe", summary="Follow a stream (Server-Sent Events)",
             tags=["records"], media_type="text/event-stream", middleware=[release_on_exit],
-            dependencies={"principal": Provide(auth.from_header_or_query,
+            dependencies={"principal": Provide(subscribe_auth.from_header_or_query,
                                                sync_to_thread=False)},
             responses={200: ResponseSpec(
                 data_container=str, media_type="text/event-stream", generate_examples=False,
                 description="A text/event-stream of `record`, `live`, `resync` and `end` "
                             "events and `: ping` comments."),
                        **problems(410, 429)})(subscribe),
+        post(STREAM + "/subscribe-token", status_code=201, request_max_body_size=small,
+             summary="Mint a short-lived subscribe token for `?access_token=`",
+             tags=["records"],
+             responses={**answers(201, schema=shapes.subscribe_token()),
+                        **problems(413)})(mint_subscribe_token),
         post(STREAM + "/consumers/{consumer_id:str}/ack", status_code=200,
              request_max_body_size=small, summary="Acknowledge a consumer's progress",
              tags=["consumers"], responses={**answers(200, schema=shapes.acked()),

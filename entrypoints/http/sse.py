@@ -4,7 +4,9 @@
 - `event: live` (no id) with `{seq, data, source, attempt, index}`;
 - `: ping` comment (a message with `data=None`, or clients see an empty event);
 - `event: resync` with the 410 problem body, then the stream ends;
-- `event: end` with `{"reason": "closed", "last_sequence": N}`, then the stream ends.
+- `event: end` with `{"reason": "closed", "last_sequence": N}` after close, or
+  `{"reason": "token_expired", "last_sequence": N}` when the credential that opened
+  the subscription expires (resume with a fresh one from N), then the stream ends.
 
 Frames are pulled from the follow only when the transport took the previous
 one, so a slow reader costs one frame plus the socket buffers, never a queue.
@@ -61,7 +63,7 @@ def to_message(frame: Frame, run_id: str, stream_id: str) -> ServerSentEventMess
         return ServerSentEventMessage(event="resync", data=_json(problem_body(pruned)))
     if isinstance(frame, EndFrame):
         return ServerSentEventMessage(event="end", data=_json(
-            {"reason": "closed", "last_sequence": frame.last_sequence}))
+            {"reason": frame.reason, "last_sequence": frame.last_sequence}))
     raise TypeError(f"unknown frame {frame!r}")
 
 

@@ -68,7 +68,8 @@ async def test_a_create_that_reached_the_store_before_the_erasure_is_refused_aft
                            sim.service.definitions.create(ALICE, RUN, definition("late")))
     with pytest.raises(NotFound):  # it never came to be
         await sim.service.appender.append(ALICE, RUN, "late", [{"payload": 1}])
-    assert [s.stream_id for s in await sim.service.definitions.list(ALICE, RUN)] == ["first"]
+    listed = await sim.service.definitions.list(ALICE, RUN)
+    assert [s.stream_id for s in listed.streams] == ["first"]
     await nothing_stored_in_the_run(sim)
 
 

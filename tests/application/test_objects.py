@@ -8,6 +8,7 @@ from application.views import record_envelope
 from domain.errors import (
     DigestMismatch,
     NotFound,
+    NotIntentOwner,
     ObjectIntentConflict,
     ObjectNotUploaded,
     ObjectStateConflict,
@@ -17,6 +18,7 @@ from domain.errors import (
 from domain.object_intent import IntentState, ObjectIntent
 from domain.records import ObjectRef
 from tests.application.support import (
+    ADMIN,
     ALICE,
     BOB,
     RUN,
@@ -61,10 +63,17 @@ async def test_prepare_pins_a_server_owned_key_and_the_authorization_receipt() -
 async def test_prepare_with_the_same_key_and_pins_returns_the_same_intent() -> None:
     sim = simulation()
     first = await prepared(sim)
-    again, created = await sim.service.objects.prepare(BOB, RUN, "s", object_pins(BODY))
+    again, created = await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(BODY))
     assert not created
     assert again.object_id == first.object_id
     assert again.principal == "alice"
+
+
+async def test_another_principal_repeating_the_prepare_is_refused_by_the_receipt() -> None:
+    sim = simulation()
+    await prepared(sim)
+    with pytest.raises(NotIntentOwner):
+        await sim.service.objects.prepare(BOB, RUN, "s", object_pins(BODY))
 
 
 async def test_prepare_with_the_same_key_and_other_pins_is_a_conflict() -> None:
@@ -220,3 +229,19 @@ async def test_an_uploaded_intent_past_its_deadline_cannot_be_committed() -> Non
         await sim.service.objects.commit(ALICE, RUN, "s", intent.object_id)
     assert (await head_of(sim)) == 0
     assert sim.objects.keys("local") == []
+
+
+async def test_only_the_preparing_principal_or_an_admin_uploads_commits_or_aborts() -> None:
+    sim = simulation()
+    intent = await uploaded(sim)
+    objects, oid = sim.service.objects, intent.object_id
+    with pytest.raises(NotIntentOwner):
+        await objects.upload(BOB, RUN, "s", oid, body_of(BODY))
+    with pytest.raises(NotIntentOwner):
+        await objects.commit(BOB, RUN, "s", oid)
+    with pytest.raises(NotIntentOwner):
+        await objects.abort(BOB, RUN, "s", oid)
+    assert (await objects.get(ALICE, RUN, "s", oid)).current_state is IntentState.UPLOADED
+    assert await head_of(sim) == 0
+    sequence, created = await objects.commit(ADMIN, RUN, "s", oid)
+    assert (sequence, created) == (1, True)

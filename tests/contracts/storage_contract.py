@@ -28,7 +28,7 @@ from application.ports import (
     WakeSubscription,
 )
 from domain.definition import build_definition
-from domain.errors import NotFound, RunErased
+from domain.errors import NotFound, RunErased, TooManyStreams
 from domain.identifiers import StreamKey
 from domain.object_intent import AuthorizationReceipt, IntentState, ObjectIntent, ObjectPins
 from domain.records import ObjectRef, draft_for_object, draft_from_wire
@@ -480,6 +480,53 @@ class StorageContract:
             assert session.run_erased
         async with harness.store.lock(other) as session:
             assert not session.run_erased
+
+    # -- streams per run and the run listing ---------------------------------
+
+    async def test_a_run_at_its_cap_refuses_new_streams_but_answers_existing_ones(
+            self, harness: StorageHarness) -> None:
+        first = new_key("a")
+        for name in ("a", "b"):
+            _, was_created = await harness.store.create(
+                new_stream(first.run.stream(name)), max_streams_per_run=2)
+            assert was_created
+        with pytest.raises(TooManyStreams) as refused:
+            await harness.store.create(new_stream(first.run.stream("c")), max_streams_per_run=2)
+        assert refused.value.extra["limit"] == 2
+        again, was_created = await harness.store.create(new_stream(first), max_streams_per_run=2)
+        assert (again.key, was_created) == (first, False)
+        assert await harness.store.load(first.run.stream("c")) is None
+        await harness.store.create(new_stream(first.run.stream("c")))  # no cap: no refusal
+        other = StreamKey(first.tenant, first.run_id + "-other", "a")
+        assert (await harness.store.create(new_stream(other), max_streams_per_run=2))[1]
+
+    async def test_concurrent_creates_never_take_more_than_the_runs_cap(
+            self, harness: StorageHarness) -> None:
+        """The race for the last slots: every create counts what the ones before it made."""
+        run = new_key().run
+        cap, contenders = 4, 16
+        outcomes = await asyncio.gather(
+            *(harness.store.create(new_stream(run.stream(f"s{n:02d}")),
+                                   max_streams_per_run=cap) for n in range(contenders)),
+            return_exceptions=True)
+        made = [outcome for outcome in outcomes if isinstance(outcome, tuple)]
+        refused = [outcome for outcome in outcomes if isinstance(outcome, TooManyStreams)]
+        assert (len(made), len(refused)) == (cap, contenders - cap), outcomes
+        assert len(await harness.store.list_run(run)) == cap
+
+    async def test_list_run_pages_in_stream_id_order_after_a_cursor(
+            self, harness: StorageHarness) -> None:
+        run = new_key().run
+        names = ["b", "a.1", "A", "c", "a"]
+        for name in names:
+            await created(harness, run.stream(name))
+        ordered = sorted(names)  # Python's (code point) order: "A" < "a" < "a.1"
+        assert [s.stream_id for s in await harness.store.list_run(run)] == ordered
+        assert [s.stream_id for s in await harness.store.list_run(run, None, 2)] == ordered[:2]
+        assert [s.stream_id for s in await harness.store.list_run(run, "a", 2)] == [
+            "a.1", "b"]
+        assert [s.stream_id for s in await harness.store.list_run(run, "b")] == ["c"]
+        assert list(await harness.store.list_run(run, "c", 10)) == []
 
     # -- wakes and live chunks ---------------------------------------------
 

@@ -211,3 +211,21 @@ async def test_a_key_that_names_a_directory_has_no_body(
         await anext(aiter(fs_store.open("eu", prefix)))
     await fs_store.delete("eu", prefix)
     assert await fs_store.stat("eu", KEY) is not None
+
+
+@pytest.mark.parametrize("umask", [0o000, 0o022, 0o277])
+async def test_bodies_are_0600_and_created_directories_0700_whatever_the_umask(
+        fs_store: FilesystemObjectStore, root: Path, umask: int) -> None:
+    data = b"private result"
+    previous = os.umask(umask)
+    try:
+        await fs_store.put("eu", KEY, chunks_of(data), len(data), sha(data))
+    finally:
+        os.umask(previous)
+    body = root / "eu" / KEY
+    assert body.stat().st_mode & 0o777 == 0o600
+    directory = body.parent
+    while directory != root.parent:  # every directory the store created, root included
+        assert directory.stat().st_mode & 0o777 == 0o700, directory
+        directory = directory.parent
+    assert body.read_bytes() == data

@@ -4,11 +4,13 @@ import pytest
 
 from adapters.memory.bus import MemoryWakeBus
 from adapters.memory.objects import MemoryObjectStore
+from adapters.memory.revoked_tokens import MemoryRevokedTokens
 from adapters.memory.store import MemoryDeliveryOutbox, MemoryStreamStore
 from adapters.memory.subscription_leases import MemorySubscriptionLeases
 from domain.identifiers import StreamKey
 from tests.contracts.harness import StorageHarness
 from tests.contracts.object_store_contract import ObjectStoreContract
+from tests.contracts.revoked_tokens_contract import RevokedTokensContract
 from tests.contracts.storage_contract import StorageContract
 from tests.contracts.subscription_lease_contract import SubscriptionLeaseContract
 
@@ -44,3 +46,18 @@ class TestMemorySubscriptionLeases(SubscriptionLeaseContract):
     @pytest.fixture
     def other_node(self, leases: MemorySubscriptionLeases) -> MemorySubscriptionLeases:
         return leases
+
+
+class TestMemoryRevokedTokens(RevokedTokensContract):
+    """One process is the whole memory service: its "other node" is the same adapter."""
+
+    @pytest.fixture
+    def revoked(self) -> MemoryRevokedTokens:
+        return MemoryRevokedTokens()
+
+    @pytest.fixture
+    def other_node(self, revoked: MemoryRevokedTokens) -> MemoryRevokedTokens:
+        return revoked
+
+    async def wait_for_ring(self, rings: list[None]) -> None:
+        assert rings  # rung synchronously by the revocation itself

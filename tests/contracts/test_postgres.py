@@ -4,15 +4,18 @@ A real server; one fresh database for the suite (every contract test keeps to
 its own tenant and run), and fresh adapters (pool, LISTEN connection) per test.
 """
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
 
-from adapters.postgres import open_postgres
+from adapters.postgres import PostgresAdapters, open_postgres
+from adapters.postgres.revoked_tokens import PostgresRevokedTokens
 from adapters.postgres.subscription_leases import PostgresSubscriptionLeases
 from domain.identifiers import StreamKey
 from tests.contracts.harness import StorageHarness
+from tests.contracts.revoked_tokens_contract import RevokedTokensContract
 from tests.contracts.storage_contract import StorageContract
 from tests.contracts.subscription_lease_contract import SubscriptionLeaseContract
 from tests.pg import pg_class_dsn, pg_template  # noqa: F401  (fixtures)
@@ -51,3 +54,32 @@ class TestPostgresSubscriptionLeases(SubscriptionLeaseContract):
                          ) -> AsyncIterator[PostgresSubscriptionLeases]:
         async with asyncpg.create_pool(pg_class_dsn, min_size=1, max_size=4) as pool:
             yield PostgresSubscriptionLeases(pool)
+
+
+class TestPostgresRevokedTokens(RevokedTokensContract):
+    """Each "node" is a process's adapters (pool and LISTEN connection) on the one database:
+    the ring crosses from one to the other through NOTIFY."""
+
+    @pytest.fixture
+    async def node(self, pg_class_dsn: str  # noqa: F811
+                   ) -> AsyncIterator[PostgresAdapters]:
+        adapters = await open_postgres(pg_class_dsn, migrate=False)
+        try:
+            yield adapters
+        finally:
+            await adapters.close()
+
+    @pytest.fixture
+    def revoked(self, node: PostgresAdapters) -> PostgresRevokedTokens:
+        return node.revoked
+
+    @pytest.fixture
+    async def other_node(self, pg_class_dsn: str  # noqa: F811
+                         ) -> AsyncIterator[PostgresRevokedTokens]:
+        async with asyncpg.create_pool(pg_class_dsn, min_size=1, max_size=2) as pool:
+            yield PostgresRevokedTokens(pool)  # a CLI process: it writes, it hears nothing
+
+    async def wait_for_ring(self, rings: list[None]) -> None:
+        async with asyncio.timeout(30):
+            while not rings:
+                await asyncio.sleep(0.01)

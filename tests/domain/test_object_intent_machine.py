@@ -3,7 +3,8 @@
 prepared → uploaded → committed, or aborted / expired. After every step the
 aggregate agrees with the model, its pins are exactly those of prepare, a
 final state is never left, and it is rebuilt exactly from its own events. A
-refused command leaves every attribute as it was.
+refused command leaves every attribute as it was. Whoever asks, only the principal
+of the authorization receipt or an admin is let through to a command.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from domain.errors import (
     DigestMismatch,
     DomainError,
+    NotIntentOwner,
     ObjectIntentConflict,
     ObjectNotUploaded,
     ObjectStateConflict,
     SizeMismatch,
 )
 from domain.object_intent import IntentState, ObjectIntent
+from domain.principal import Principal
 from tests.domain.factories import SHA_A, SHA_B, T0, intent, pins, refused_unchanged, replayed
 
 PREPARED, UPLOADED, COMMITTED = IntentState.PREPARED, IntentState.UPLOADED, IntentState.COMMITTED
@@ -126,6 +129,20 @@ class ObjectIntentMachine(RuleBasedStateMachine):
                                     "content_type": again.content_type, "schema": again.schema}
         with self.refuse(ObjectIntentConflict):
             self.intent.ensure_same_pins(pins(**(declared | {changed: different})))
+
+    @rule(sub=st.sampled_from(["alice", "bob", "root"]),
+          scopes=st.sampled_from([("streams:write",), ("streams:read", "streams:write"),
+                                  ("streams:admin",)]),
+          tenant=st.sampled_from(["t1", "t2"]))
+    def someone_asks(self, sub: str, scopes: tuple[str, ...], tenant: str) -> None:
+        """The receipt names alice; an admin of any scope set passes, anyone else is refused
+        and changes nothing (the tenant is the key's business, never the receipt's)."""
+        asking = Principal(sub, tenant, frozenset(scopes))
+        if sub == self.intent.principal or "streams:admin" in scopes:
+            self.intent.ensure_owned_by(asking)
+            return
+        with self.refuse(NotIntentOwner):
+            self.intent.ensure_owned_by(asking)
 
     @invariant()
     def collect_events(self) -> None:

@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import asyncpg
@@ -36,7 +37,9 @@ def test_token_mints_a_verifiable_token_from_the_configured_secret() -> None:
                      env={"RUNNEL_JWT_SECRET": secret}).strip()
     principal = verify_token(printed, secret)
     assert principal == Principal("ci", "acme", frozenset({"streams:read", "streams:write"}),
-                                  frozenset({"r1", "r2"}), principal.token_id)
+                                  frozenset({"r1", "r2"}), principal.token_id,
+                                  principal.expires_at)
+    assert principal.expires_at is not None and 0 < principal.expires_at - time.time() <= 60
 
 
 def test_token_and_serve_agree_on_the_local_secret_without_configuration(tmp_path: Path) -> None:
@@ -145,3 +148,59 @@ def test_serve_refuses_the_memory_wait_service_on_postgres(tmp_path: Path) -> No
     assert "RUNNEL_WAIT_SERVICE=memory needs RUNNEL_STORAGE=memory" in result.stderr
     assert "Traceback" not in result.stderr
     assert list(tmp_path.iterdir()) == []  # refused before anything started
+
+
+def test_without_auto_migrate_serve_waits_for_runnel_migrate(tmp_path: Path) -> None:
+    """RUNNEL_AUTO_MIGRATE=false: migrating is a deploy step; a node refuses a database
+    behind its schema instead of changing it, and starts once `runnel migrate` ran."""
+    dsn = run_sync(lambda: create_database(prefix="runnel_cli"))
+    try:
+        env = {"RUNNEL_DATABASE_URL": dsn, "RUNNEL_DATA_DIR": str(tmp_path),
+               "RUNNEL_STORAGE": "postgres", "RUNNEL_AUTO_MIGRATE": "false"}
+        refused = subprocess.run([sys.executable, "-m", "entrypoints.cli", "serve",
+                                  "--port", "0"], capture_output=True, text=True, cwd=REPO,
+                                 timeout=120, env={**os.environ, **env})
+        assert refused.returncode != 0
+        assert "RUNNEL_AUTO_MIGRATE=false: run `runnel migrate` first" in refused.stderr
+        assert run_sync(lambda: _ledger_exists(dsn)) is False  # nothing was changed
+        assert runnel("migrate", env=env).startswith("applied ")
+        server = RunnelServer.start(env, tmp_path / "node")
+        try:
+            assert httpx.get(server.url + "/readyz").status_code == 200
+        finally:
+            server.stop()
+    finally:
+        run_sync(lambda: drop_database(dsn))
+
+
+async def _ledger_exists(dsn: str) -> bool:
+    connection = await asyncpg.connect(dsn)
+    try:
+        return bool(await connection.fetchval(
+            "SELECT to_regclass('runnel_migrations') IS NOT NULL"))
+    finally:
+        await connection.close()
+
+
+def test_migrate_refuses_a_database_migrated_by_a_newer_release(tmp_path: Path) -> None:
+    dsn = run_sync(lambda: create_database(prefix="runnel_cli"))
+    try:
+        env = {"RUNNEL_DATABASE_URL": dsn, "RUNNEL_DATA_DIR": str(tmp_path)}
+        runnel("migrate", env=env)
+        run_sync(lambda: _record(dsn, "9999_from_the_future"))
+        result = subprocess.run([sys.executable, "-m", "entrypoints.cli", "migrate"],
+                                capture_output=True, text=True, cwd=REPO, timeout=120,
+                                env={**os.environ, **env})
+        assert result.returncode == 2
+        assert "migrated by a newer Runnel" in result.stderr
+        assert "Traceback" not in result.stderr
+    finally:
+        run_sync(lambda: drop_database(dsn))
+
+
+async def _record(dsn: str, name: str) -> None:
+    connection = await asyncpg.connect(dsn)
+    try:
+        await connection.execute("INSERT INTO runnel_migrations (name) VALUES ($1)", name)
+    finally:
+        await connection.close()

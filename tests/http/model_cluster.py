@@ -97,10 +97,13 @@ class Cluster:
         return self._tokens[who]
 
     async def request(self, region: str, who: Who, method: str, path: str,
-                      body: Any = None, content: bytes | None = None) -> httpx.Response:
+                      body: Any = None, content: bytes | None = None,
+                      headers: dict[str, str] | None = None) -> httpx.Response:
+        """As `who` (its bearer token), unless `headers` says otherwise."""
         response = await self._clients[region].request(
             method, path, json=body, content=content,
-            headers={"authorization": f"Bearer {self.token(who)}"})
+            headers={"authorization": f"Bearer {self.token(who)}"} if headers is None
+            else headers)
         self._check(who, response)
         return response
 

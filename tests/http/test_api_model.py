@@ -71,6 +71,8 @@ def definition(stream_id: str, p: dict[str, Any]) -> dict[str, Any]:
 class Obj:
     object_id: str
     body: bytes
+    owner: str
+    """The receipt's principal: only it, or an admin, takes the later steps (ADR 0025)."""
     state: str = "prepared"
     sequence: int | None = None
 
@@ -264,6 +266,42 @@ class ApiModel(RuleBasedStateMachine):
         assert response.json()["sequences"] == sequences, f"append answered {response.json()}"
         receipts.update({k: q for k, q in zip(names, sequences, strict=True) if k})
 
+    @rule(pick=PICK, sub=st.sampled_from(["alice", "bob", "carol", "dave", "ops", "audit"]),
+          node=st.sampled_from(REGIONS))
+    def list_run(self, pick: int, sub: str, node: str) -> None:
+        """Follow the run listing's pages to the end, with pages of 1, 2 and 100 streams
+        (ADR 0025): the streams this node may describe and the principal may read, each
+        once, in stream id order."""
+        runs = sorted({k[:2] for k in self.streams}, key=lambda r: -sum(
+            k[:2] == r for k in self.streams))  # the fullest runs first: they have pages
+        tenant, run = runs[pick % len(runs)] if runs and pick < 9 else KEYS[pick % len(KEYS)][:2]
+        mine = {k: m for k, m in self.streams.items() if k[:2] == (tenant, run)}
+        here = sorted(k[2] for k, m in mine.items() if m.pins["home"] == node)
+        admin = has(sub, ADMIN)
+        visible = [s for s in here if admin or mine[(tenant, run, s)].may(sub, "readers")]
+        for limit in (1, 2, 100):
+            path = f"/runs/{run}/streams?limit={limit}"
+            response = self.cluster.call(node, (tenant, sub), "GET", path)
+            expect(response, verdict({200}, (not mine or bound_out(sub, run), 404),
+                                     (not has(sub, R) and not admin, 403),
+                                     (bool(mine) and not here and len(mine) <= limit, 421)),
+                   f"list {tenant}/{run} at {node} by {sub} (limit {limit})")
+            if response.status_code == 200:
+                assert self.pages(node, (tenant, sub), path, response, limit) == visible
+
+    def pages(self, node: str, who: Who, path: str, response: httpx.Response,
+              limit: int) -> list[str]:
+        listed: list[str] = []
+        for _ in range(len(KEYS) + 1):
+            page = response.json()
+            assert len(page["streams"]) <= limit, page
+            listed += [stream["stream_id"] for stream in page["streams"]]
+            if page["next_cursor"] is None:
+                return listed
+            response = self.cluster.call(node, who, "GET", f"{path}&cursor={page['next_cursor']}")
+            expect(response, {200}, f"next page after {page['next_cursor']}")
+        raise AssertionError(f"the listing {path} never ended: {listed}")
+
     @rule(pick=PICK, sub=st.sampled_from(["alice", "bob", "carol", "dave", "ops"]), away=AWAY,
           after=st.integers(0, 6))
     def read(self, pick: int, sub: str, away: bool, after: int) -> None:
@@ -283,6 +321,45 @@ class ApiModel(RuleBasedStateMachine):
             got = [(r["sequence"], core(r)) for r in response.json()["records"]]
             assert got == [(s, c) for s, c in sorted(model.records.items()) if s > after], (
                 f"records read: {got}")
+
+    @rule(pick=PICK, sub=st.sampled_from(["alice", "bob", "carol", "dave", "ops"]), away=AWAY,
+          other=PICK)
+    def subscribe_token(self, pick: int, sub: str, away: bool, other: int) -> None:
+        """SPEC §12: minted for whoever may follow the stream; then read-only and good for
+        that one stream's subscription only (`?access_token=`)."""
+        key = self.key_of(pick)
+        model = self.streams.get(key)
+        node = self.node(key, away)
+        response = self.call(key, sub, away, "POST", "/subscribe-token")
+        refusals = self.gate(key, "audit" if sub == "ops" else sub, R, "readers", away,
+                             home_only=False)
+        if model is not None:
+            refusals += [(not model.may(sub, "readers"), 403),  # §10: admin included
+                         (away and not model.pins["wide_egress"], 403)]
+        allowed = verdict({201}, *refusals) | ({403} if sub == "ops" else set())
+        expect(response, allowed, f"subscribe_token {key} by {sub}")
+        if model is None or response.status_code != 201:
+            return
+        minted = response.json()["token"]
+        who, path = (key[0], sub), f"/runs/{key[1]}/streams/{key[2]}"
+        as_bearer = {"authorization": f"Bearer {minted}"}
+        for method, tail in (("GET", "/records"), ("GET", ""), ("POST", "/subscribe-token")):
+            used = self.cluster.run(self.cluster.request(node, who, method, path + tail,
+                                                         headers=as_bearer))
+            expect(used, {401}, f"subscribe_token used on {method} {tail or 'stream'}")
+        elsewhere = self.key_of(other)
+        if elsewhere[1:] != key[1:]:
+            stray = f"/runs/{elsewhere[1]}/streams/{elsewhere[2]}/subscribe?access_token="
+            used = self.cluster.run(self.cluster.request(node, who, "GET", stray + minted,
+                                                         headers={}))
+            expect(used, {404}, f"subscribe_token of {key} used on {elsewhere}")
+        if model.closed:
+            followed = self.cluster.run(self.cluster.request(
+                node, who, "GET", f"{path}/subscribe?access_token={minted}", headers={}))
+            expect(followed, {200}, f"subscribe with the token of {key}")
+            records = [(f["sequence"], core(f)) for name, f in sse_events(followed.text)
+                       if name == "record"]
+            assert records == sorted(model.records.items()), f"SSE records: {records}"
 
     @rule(pick=PICK, sub=st.sampled_from(["alice", "bob", "carol", "dave", "audit"]),
           away=AWAY, consumer=st.sampled_from(["ui", "ux", "rogue"]), back=st.integers(-1, 2))
@@ -397,38 +474,44 @@ class ApiModel(RuleBasedStateMachine):
         refusals = self.gate(key, sub, W, "writers", away)
         known = model.objects.get(idem) if model else None
         if model is not None:
-            refusals += [(model.erased, 410), (known is not None and known.body != body, 409)]
+            refusals += [(model.erased, 410), (known is not None and known.body != body, 409),
+                         (known is not None and known.owner != sub, 403)]
         success = {200} if known else {201} | ({409} if model and model.closed else set())
         expect(response, verdict(success, *refusals), f"prepare {idem} on {key}")
         if model is not None and response.status_code == 201:
-            model.objects[idem] = Obj(response.json()["object_id"], body)
+            model.objects[idem] = Obj(response.json()["object_id"], body, sub)
 
     @rule(pick=PICK, idem=st.sampled_from(["o1", "o2"]), away=AWAY,
-          step=st.sampled_from(["upload", "bad-upload", "commit", "abort"]))
-    def object_step(self, pick: int, idem: str, away: bool, step: str) -> None:
+          step=st.sampled_from(["upload", "bad-upload", "commit", "abort"]),
+          sub=st.sampled_from(["alice", "alice", "carol", "ops"]))
+    def object_step(self, pick: int, idem: str, away: bool, step: str, sub: str) -> None:
         key = self.key_of(pick)
         model = self.streams.get(key)
         obj = model.objects.get(idem) if model else None
         if model is None or obj is None:
             return
         tail = f"/objects/{obj.object_id}"
+        admin = has(sub, ADMIN)
+        # §10 and the receipt: a writer of the stream, and the preparing principal or an admin.
+        gate = [(away, 421), (not admin and not model.may(sub, "writers"), 403),
+                (not admin and sub != obj.owner, 403)]
         if step.endswith("upload"):
             body = obj.body if step == "upload" else b"not-the-body"
-            response = self.call(key, "alice", away, "PUT", tail + "/body", content=body)
+            response = self.call(key, sub, away, "PUT", tail + "/body", content=body)
             live = obj.state in ("prepared", "uploaded")
-            allowed = verdict({200} if body == obj.body else {422}, (away, 421),
+            allowed = verdict({200} if body == obj.body else {422}, *gate,
                               (not live, 409), (model.erased, 410))
         elif step == "commit":
-            response = self.call(key, "alice", away, "POST", tail + "/commit")
-            refusals = [(away, 421), (obj.state in ("prepared", "aborted"), 409),
+            response = self.call(key, sub, away, "POST", tail + "/commit")
+            refusals = [*gate, (obj.state in ("prepared", "aborted"), 409),
                         (model.erased and obj.state != "committed", 410)]
             if obj.state == "uploaded":
                 refusals += [(model.closed, 409), (model.head + 1 > model.pins["max_total"], 409),
                              (model.unread_full(1), 429)]
             allowed = verdict({200} if obj.state == "committed" else {201}, *refusals)
         else:
-            response = self.call(key, "alice", away, "POST", tail + "/abort")
-            allowed = verdict({200}, (away, 421), (obj.state == "committed", 409))
+            response = self.call(key, sub, away, "POST", tail + "/abort")
+            allowed = verdict({200}, *gate, (obj.state == "committed", 409))
             allowed |= {409} if obj.state == "aborted" else set()
         expect(response, allowed, f"{step} {idem} ({obj.state}) on {key}")
         if response.status_code >= 300:

@@ -1,5 +1,6 @@
 """The auth matrix: no token, bad token, expired, wrong scope, other tenant, run binding,
-pinned readers/writers, and `?access_token=` accepted on the subscribe route only."""
+pinned readers/writers, and `?access_token=` (a subscribe token) accepted on the subscribe
+route only."""
 
 from __future__ import annotations
 
@@ -114,7 +115,8 @@ async def test_access_token_in_the_query_is_accepted_on_subscribe_only(
     await create_stream(api, run_id)
     await append(api, run_id, "s", [1])
     await api.post(f"/runs/{run_id}/streams/s/close")
-    query = {"access_token": token()}
+    minted = await api.post(f"/runs/{run_id}/streams/s/subscribe-token")
+    query = {"access_token": minted.json()["token"]}
     async with httpx.AsyncClient(base_url=server.api) as anonymous:
         subscribed = await anonymous.get(f"/runs/{run_id}/streams/s/subscribe", params=query)
         assert subscribed.status_code == 200

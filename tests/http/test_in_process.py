@@ -3,6 +3,7 @@ be made to show cheaply, such as a store that stops answering."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 
 from dependency_injector import providers
@@ -21,7 +22,7 @@ async def _unreachable() -> None:
 
 
 async def test_readiness_is_503_when_the_store_does_not_answer() -> None:
-    settings = Settings(storage="memory", jwt_secret=SecretStr("in-process-secret-0123456789"),
+    settings = Settings(storage="memory", jwt_secret=SecretStr("in-process-secret-0123456789abcd"),
                         workers=False)
     container = Container(settings=settings)
     async with AsyncTestClient(create_app(settings, container)) as client:
@@ -33,3 +34,19 @@ async def test_readiness_is_503_when_the_store_does_not_answer() -> None:
         body = assert_problem(response, 503, "not_ready")
         assert "ConnectionRefusedError" in body["detail"]
         assert (await client.get("/healthz")).status_code == 200
+
+
+async def test_readiness_answers_within_its_bound_when_the_probe_hangs() -> None:
+    settings = Settings(storage="memory", jwt_secret=SecretStr("in-process-secret-0123456789abcd"),
+                        workers=False)
+    container = Container(settings=settings)
+    async with AsyncTestClient(create_app(settings, container)) as client:
+        backend: Backend = container.backend()
+        with container.backend.override(providers.Object(replace(backend, probe=_hang))):
+            response = await asyncio.wait_for(client.get("/readyz"), 30)
+        body = assert_problem(response, 503, "not_ready")
+        assert "did not answer within 2 s" in body["detail"]
+
+
+async def _hang() -> None:
+    await asyncio.Event().wait()

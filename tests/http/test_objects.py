@@ -204,8 +204,12 @@ async def test_writers_write_and_readers_read(
     reader = bearer(token(sub="rita", scopes=("streams:read",)))
     writer = bearer(token(sub="wes", scopes=("streams:write",)))
     assert_problem(await api.post(stream, json=pins(BODY), headers=reader), 403, "forbidden")
-    prepared = await prepare(api, run_id, BODY)
+    prepared_by_wes = await api.post(stream, json=pins(BODY), headers=writer)
+    assert prepared_by_wes.status_code == 201, prepared_by_wes.text
+    prepared = prepared_by_wes.json()
     object_url = f"{stream}/{prepared['object_id']}"
+    # Another writer (alice) may not take the steps of wes's upload (the receipt, ADR 0025).
+    assert_problem(await api.put(object_url + "/body", content=BODY), 403, "not_intent_owner")
     assert_problem(await api.put(object_url + "/body", content=BODY, headers=reader),
                    403, "forbidden")
     assert_problem(await api.put(object_url + "/body", content=BODY, headers={

@@ -74,8 +74,8 @@ def test_settings_come_from_runnel_variables(monkeypatch: pytest.MonkeyPatch,
     assert settings.database_url is None
     assert settings.node().region == "eu-1"
     assert settings.resolved_jwt_secret() == (tmp_path / "jwt-secret").read_text()
-    monkeypatch.setenv("RUNNEL_JWT_SECRET", "configured")
-    assert Settings().resolved_jwt_secret() == "configured"
+    monkeypatch.setenv("RUNNEL_JWT_SECRET", "configured-0123456789abcdef0123456789")
+    assert Settings().resolved_jwt_secret() == "configured-0123456789abcdef0123456789"
 
 
 def test_the_wait_service_defaults_to_none_with_postgres_and_memory_in_memory(
@@ -90,6 +90,7 @@ def test_the_wait_service_defaults_to_none_with_postgres_and_memory_in_memory(
     assert Settings(storage="memory").wait_service_kind() == "none"
     monkeypatch.setenv("RUNNEL_WAIT_SERVICE", "webhook")
     monkeypatch.setenv("RUNNEL_WEBHOOK_URL", "http://127.0.0.1:9/hook")
+    monkeypatch.setenv("RUNNEL_WEBHOOK_SECRET", "s" * 32)
     assert Settings().wait_service_kind() == "webhook"
 
 

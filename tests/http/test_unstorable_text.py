@@ -36,10 +36,10 @@ async def test_record_keys_and_object_pins_with_nul_are_refused(
                              json={"stream_id": "s", "content_class": "output.text"})
     assert created.status_code == 201
     base = f"/runs/{run_id}/streams/s"
-    for record in ({"payload": 1, "idempotency_key": NUL},
-                   {"payload": 1, "content_type": NUL}):
+    for record, code in (({"payload": 1, "idempotency_key": NUL}, "invalid_record"),
+                         ({"payload": 1, "content_type": NUL}, "invalid_content_type")):
         assert_problem(await api.post(base + "/records", json={"records": [record]}),
-                       422, "invalid_record")
+                       422, code)
     body = b"x"
     assert_problem(await api.post(base + "/objects", json={
         "idempotency_key": NUL, "sha256": hashlib.sha256(body).hexdigest(), "size": 1,

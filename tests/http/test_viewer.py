@@ -164,3 +164,34 @@ async def test_the_viewer_replaces_a_steps_live_text_with_its_stored_record(
         "ol#records li", "items => items.map(i => i.dataset.sequence || i.dataset.source)")
     assert shown == ["1", "turn-2", "2", "marker"]
     assert '{"text":"Hello"}' in (await text(page, "records"))
+
+
+async def test_the_viewer_follows_across_subscribe_token_expiries(
+        server: RunnelServer, api: httpx.AsyncClient, browser: Browser, run_id: str) -> None:
+    pasted = token()
+    await create_stream(api, run_id)
+    await append(api, run_id, "s", ["one", "two"])
+    page = await browser.new_page(bypass_csp=True)
+    subscribe_urls: list[str] = []
+    page.on("request", lambda request: subscribe_urls.append(request.url)
+            if "/subscribe?" in request.url else None)
+    query = urlencode({"token": pasted, "run": run_id, "stream": "s", "ttl": "2"})
+    await page.goto(f"{server.url}/?{query}")
+    await wait_for_count(page, 2)
+    for renewals, payload in ((1, "three"), (2, "four")):
+        await page.wait_for_function(
+            f"Number(document.getElementById('renewals').textContent) >= {renewals}",
+            timeout=GUARD_MS)
+        await append(api, run_id, "s", [payload])
+        await wait_for_count(page, renewals + 2)
+    await api.post(f"/runs/{run_id}/streams/s/close")
+    await page.wait_for_function("document.getElementById('state').textContent === 'closed'",
+                                 timeout=GUARD_MS)
+
+    sequences = await page.eval_on_selector_all(
+        "ol#records li[data-sequence]", "items => items.map(i => Number(i.dataset.sequence))")
+    assert sequences == [1, 2, 3, 4]
+    assert (await text(page, "gaps"), await text(page, "duplicates")) == ("0", "0")
+    assert int(await text(page, "renewals")) >= 2
+    assert len(subscribe_urls) >= 3
+    assert all("access_token=" in url and pasted not in url for url in subscribe_urls)

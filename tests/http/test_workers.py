@@ -32,7 +32,8 @@ async def test_workers_prune_and_dead_letter_inside_the_api_process(
     receiver.statuses = [500] * 100
     env = {"RUNNEL_DATABASE_URL": pg_dsn, "RUNNEL_STORAGE": "postgres",
            "RUNNEL_SWEEP_SECONDS": "0.05", "RUNNEL_WAIT_SERVICE": "webhook",
-           "RUNNEL_WEBHOOK_URL": receiver.url, "RUNNEL_DELIVERY_MAX_ATTEMPTS": "1"}
+           "RUNNEL_WEBHOOK_URL": receiver.url, "RUNNEL_WEBHOOK_SECRET": receiver.secret,
+           "RUNNEL_DELIVERY_MAX_ATTEMPTS": "1"}
     server = await asyncio.to_thread(RunnelServer.start, env, tmp_path, True)
     try:
         async with httpx.AsyncClient(base_url=server.api, headers=bearer(token()),
@@ -101,7 +102,9 @@ async def test_input_records_stay_pending_without_a_wait_service_until_one_is_co
 
     hooked = await asyncio.to_thread(
         RunnelServer.start, {**base, "RUNNEL_WAIT_SERVICE": "webhook",
-                             "RUNNEL_WEBHOOK_URL": receiver.url}, tmp_path / "hooked", True)
+                             "RUNNEL_WEBHOOK_URL": receiver.url,
+                             "RUNNEL_WEBHOOK_SECRET": receiver.secret},
+        tmp_path / "hooked", True)
     try:
         async with httpx.AsyncClient(base_url=hooked.api, headers=bearer(token()),
                                      timeout=30) as api:

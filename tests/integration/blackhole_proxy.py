@@ -4,13 +4,18 @@
   what a half-open TCP connection looks like to the client (no error, no
   data), as after a NAT timeout or a silently dropped route;
 - `refuse()` … `admit()`: new connections are closed at once, as while the
-  database is unreachable.
+  database is unreachable;
+- `hang()` … `admit()`: what a hung server looks like (stopped, or its host
+  frozen): every open connection goes silent, and new ones are accepted but
+  never answered.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
+from collections.abc import Callable
 from urllib.parse import urlsplit, urlunsplit
 
 
@@ -24,6 +29,7 @@ class BlackholeProxy:
         self._writers: list[asyncio.StreamWriter] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._refusing = False
+        self._hanging = False
 
     async def start(self) -> str:
         """Start listening; returns the DSN that goes through the proxy."""
@@ -45,8 +51,13 @@ class BlackholeProxy:
     def refuse(self) -> None:
         self._refusing = True
 
+    def hang(self) -> None:
+        self._hanging = True
+        self.blackhole()
+
     def admit(self) -> None:
         self._refusing = False
+        self._hanging = False
 
     async def close(self) -> None:
         if self._server is not None:
@@ -64,7 +75,10 @@ class BlackholeProxy:
             return
         server_reader, server_writer = await asyncio.open_connection(*self._target)
         silenced = asyncio.Event()
-        self._links.append(silenced)
+        if self._hanging:
+            silenced.set()
+        else:
+            self._links.append(silenced)
         self._writers.extend((client_writer, server_writer))
         for source, sink in ((client_reader, server_writer), (server_reader, client_writer)):
             task = asyncio.create_task(self._pump(source, sink, silenced))
@@ -81,3 +95,38 @@ class BlackholeProxy:
                 sink.write(data)
                 await sink.drain()
         sink.close()
+
+
+class ProxyThread:
+    """A `BlackholeProxy` on an event loop of its own, for tests whose loop is not free to
+    serve it (a server process's database, an app whose test client blocks)."""
+
+    def __init__(self, target_dsn: str) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._proxy = BlackholeProxy(target_dsn)
+
+    def start(self) -> str:
+        self._thread.start()
+        return asyncio.run_coroutine_threadsafe(self._proxy.start(), self._loop).result(30)
+
+    def hang(self) -> None:
+        self._call(self._proxy.hang)
+
+    def refuse(self) -> None:
+        self._call(self._proxy.refuse)
+
+    def admit(self) -> None:
+        self._call(self._proxy.admit)
+
+    def close(self) -> None:
+        asyncio.run_coroutine_threadsafe(self._proxy.close(), self._loop).result(30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(30)
+        self._loop.close()
+
+    def _call(self, action: Callable[[], object]) -> None:
+        async def run() -> None:
+            action()
+
+        asyncio.run_coroutine_threadsafe(run(), self._loop).result(30)

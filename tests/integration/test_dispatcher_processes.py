@@ -43,7 +43,8 @@ async def stop(child: asyncio.subprocess.Process) -> None:
 
 async def test_two_worker_processes_deliver_every_input_with_stable_ids(
         pg_dsn: str, tmp_path: Path, receiver: Receiver) -> None:  # noqa: F811
-    settings = {"wait_service": "webhook", "webhook_url": receiver.url}
+    settings = {"wait_service": "webhook", "webhook_url": receiver.url,
+                "webhook_secret": receiver.secret}
     first = await start_worker(pg_dsn, tmp_path / "a", **settings)
     second = await start_worker(pg_dsn, tmp_path / "b", **settings)
     try:
@@ -58,6 +59,8 @@ async def test_two_worker_processes_deliver_every_input_with_stable_ids(
         for event_id, body in receiver.requests:
             assert body["event_id"] == event_id
             assert event_id == input_event_id(KEY, body["sequence"])
+            assert body["tenant"] == KEY.tenant
+        assert receiver.refused == []  # every request verified with the SDK
     finally:
         await stop(first)
         await stop(second)
@@ -66,7 +69,7 @@ async def test_two_worker_processes_deliver_every_input_with_stable_ids(
 async def test_a_worker_killed_mid_delivery_is_taken_over_after_its_lease(
         pg_dsn: str, tmp_path: Path, receiver: Receiver) -> None:  # noqa: F811
     settings = {"wait_service": "webhook", "webhook_url": receiver.url,
-                "delivery_lease_seconds": "1"}
+                "webhook_secret": receiver.secret, "delivery_lease_seconds": "1"}
     await input_records(pg_dsn, 3)
     receiver.hang = True
     doomed = await start_worker(pg_dsn, tmp_path / "doomed", **settings)

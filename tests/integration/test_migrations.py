@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import asyncpg
 import pytest
 
-from adapters.postgres import migrate
-from adapters.postgres.migrations import _CREATE_LEDGER, available_migrations
+from adapters.postgres import migrate, migrations
+from adapters.postgres.migrations import (
+    _CREATE_LEDGER,
+    MIGRATIONS_DIR,
+    SchemaMismatch,
+    available_migrations,
+    ensure_current,
+)
 from tests.pg import create_database, drop_database
 
 pytestmark = pytest.mark.postgres
@@ -17,6 +25,7 @@ pytestmark = pytest.mark.postgres
 TABLES = {"streams", "stream_events", "records", "append_receipts", "consumers",
           "object_intents", "input_deliveries", "deletion_outbox", "gap_evidence",
           "erased_runs", "region_fences", "subscription_leases", "live_seq",
+          "revoked_tokens",
           "runnel_migrations"}
 
 
@@ -83,3 +92,44 @@ async def test_the_unread_floor_column_is_filled_from_existing_snapshots(
         assert await connection.fetchval("SELECT unread_floor FROM streams") == 7
     finally:
         await connection.close()
+
+
+def _copy_of_the_migrations(tmp_path: Path) -> Path:
+    copy = tmp_path / "migrations"
+    shutil.copytree(MIGRATIONS_DIR, copy)
+    return copy
+
+
+async def test_an_edited_migration_is_refused_and_nothing_is_applied(
+        empty_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    await migrate(empty_dsn)
+    copy = _copy_of_the_migrations(tmp_path)
+    edited = copy / "0004_room_for_hot_updates.sql"
+    edited.write_text(edited.read_text() + "\n-- a harmless-looking edit\n")
+    (copy / "9999_later.sql").write_text("CREATE TABLE never_created (id int);")
+    monkeypatch.setattr(migrations, "MIGRATIONS_DIR", copy)
+    with pytest.raises(SchemaMismatch, match="0004_room_for_hot_updates changed after"):
+        await migrate(empty_dsn)
+    assert "never_created" not in await tables(empty_dsn)
+    with pytest.raises(SchemaMismatch, match="0004_room_for_hot_updates"):
+        await ensure_current(empty_dsn)
+
+
+async def test_a_database_migrated_by_a_newer_release_is_refused(
+        empty_dsn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    copy = _copy_of_the_migrations(tmp_path)
+    (copy / "9999_later.sql").write_text("CREATE TABLE later (id int);")
+    monkeypatch.setattr(migrations, "MIGRATIONS_DIR", copy)
+    await migrate(empty_dsn)
+    monkeypatch.setattr(migrations, "MIGRATIONS_DIR", MIGRATIONS_DIR)
+    for attempt in (migrate, ensure_current):
+        with pytest.raises(SchemaMismatch, match=r"newer Runnel .*9999_later"):
+            await attempt(empty_dsn)
+
+
+async def test_a_node_that_must_not_migrate_refuses_a_database_behind_its_schema(
+        empty_dsn: str) -> None:
+    with pytest.raises(SchemaMismatch, match="run `runnel migrate` first"):
+        await ensure_current(empty_dsn)
+    await migrate(empty_dsn)
+    await ensure_current(empty_dsn)

@@ -56,7 +56,8 @@ async def test_the_worker_process_prunes_reaps_sweeps_and_delivers_then_stops_on
 
         receiver.statuses = [500]  # the first delivery fails and is retried
         child = await start_worker(pg_dsn, tmp_path, wait_service="webhook",
-                                   webhook_url=receiver.url, orphan_grace_seconds="0",
+                                   webhook_url=receiver.url, webhook_secret=receiver.secret,
+                                   orphan_grace_seconds="0",
                                    orphan_sweep_seconds="0.05")
 
         async def swept() -> bool:

@@ -34,8 +34,7 @@ CREATE TYPE runnel_stream_update AS (
     total_bytes bigint,
     closed      boolean,
     legal_hold  boolean,
-    erased      boolean,
-    unread_floor bigint
+    erased      boolean
 );
 
 CREATE TYPE runnel_stream_version AS (

@@ -16,13 +16,15 @@ import msgspec
 from application.lifecycle import HOLD_REASON_MAX_LENGTH
 from application.live import SOURCE_MAX_LENGTH
 from domain.cursor import MAX_SEQUENCE
+from domain.media_type import MEDIA_TYPE_MAX_CHARS, MEDIA_TYPE_REGEX
 from domain.object_intent import SHA256_REGEX
-from domain.records import CONTENT_TYPE_MAX_LENGTH, IDEMPOTENCY_KEY_MAX, OBJECT_MAX_BYTES
+from domain.records import IDEMPOTENCY_KEY_MAX, OBJECT_MAX_BYTES
 from entrypoints.http.openapi import (
     Published,
     chunks_request_schema,
     records_request_schema,
 )
+from entrypoints.subscribe_tokens import DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS
 
 Sequence = Annotated[int, msgspec.Meta(ge=0, le=MAX_SEQUENCE)]
 
@@ -72,5 +74,12 @@ class PrepareObjectBody(msgspec.Struct, forbid_unknown_fields=True):
     size: Annotated[int, msgspec.Meta(ge=0, le=MAX_SEQUENCE), Published(
         {"type": "integer", "minimum": 0, "maximum": OBJECT_MAX_BYTES,
          "description": f"Above {OBJECT_MAX_BYTES} bytes: 413 `too_large`."})]
-    content_type: Annotated[str, _text(CONTENT_TYPE_MAX_LENGTH)]
+    content_type: Annotated[str, _text(MEDIA_TYPE_MAX_CHARS, pattern=MEDIA_TYPE_REGEX)]
     schema: str | None = None
+
+
+class SubscribeTokenBody(msgspec.Struct, forbid_unknown_fields=True):
+    """`ttl_seconds`: the token's lifetime, 1–300 (default 60); it never outlives the
+    caller's own token."""
+
+    ttl_seconds: Annotated[int, msgspec.Meta(ge=1, le=MAX_TTL_SECONDS)] = DEFAULT_TTL_SECONDS

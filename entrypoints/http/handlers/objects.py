@@ -15,6 +15,7 @@ from litestar.response import Stream
 
 from application.service import RunnelService
 from application.views import API_PREFIX
+from domain.media_type import is_media_type
 from domain.object_intent import ObjectIntent, ObjectPins
 from domain.principal import Principal
 from entrypoints.http.handlers.bodies import PrepareObjectBody
@@ -47,7 +48,10 @@ async def prepare_object(
 ) -> Response[dict[str, Any]]:
     """Pin a body before uploading it. 201 with the intent; the same `idempotency_key` again
     is 200 with the same intent (409 `object_intent_conflict` if it declares another body);
-    413 `too_large` above 32 MiB. `upload_url` is an absolute path on this node."""
+    413 `too_large` above 32 MiB; 422 `invalid_content_type` unless `content_type` is a media
+    type (RFC 9110). `upload_url` is an absolute path on this node. The intent records who
+    prepared it: upload, commit and abort (and a repeated prepare) are for that principal
+    or an admin, anyone else gets 403 `not_intent_owner`."""
     pins = ObjectPins(idempotency_key=data.idempotency_key, sha256=data.sha256, size=data.size,
                       content_type=data.content_type, schema=data.schema)
     intent, created = await service.objects.prepare(principal, run_id, stream_id, pins)
@@ -68,7 +72,8 @@ async def upload_object(
     """Stream the raw body (any content type). It must have exactly the declared size and
     SHA-256: otherwise 422 `size_mismatch` / `digest_mismatch` and nothing is kept; a body
     longer than declared is refused as soon as it overflows. Uploading again is allowed
-    until commit."""
+    until commit. Only the preparing principal or an admin (403 `not_intent_owner`, checked
+    before the body is read)."""
     intent = await service.objects.upload(principal, run_id, stream_id, object_id,
                                           request.stream())
     return {"state": intent.state}
@@ -82,7 +87,8 @@ async def commit_object(
     service: NamedDependency[RunnelService],
 ) -> Response[dict[str, Any]]:
     """Append the record referencing the uploaded body: 201 with its sequence; a repeated
-    commit is 200 with the same sequence; 409 `object_not_uploaded` before the upload."""
+    commit is 200 with the same sequence; 409 `object_not_uploaded` before the upload.
+    Only the preparing principal or an admin (403 `not_intent_owner`)."""
     sequence, created = await service.objects.commit(principal, run_id, stream_id, object_id)
     return Response({"sequence": sequence, "state": "committed"},
                     status_code=201 if created else 200)
@@ -96,7 +102,8 @@ async def abort_object(
     service: NamedDependency[RunnelService],
 ) -> dict[str, Any]:
     """Abort a prepared or uploaded intent and remove its body (idempotent); a committed one
-    is 409 `object_state_conflict`."""
+    is 409 `object_state_conflict`. Only the preparing principal or an admin (403
+    `not_intent_owner`)."""
     intent = await service.objects.abort(principal, run_id, stream_id, object_id)
     return {"state": intent.state}
 
@@ -122,8 +129,14 @@ async def download_object(
     """Stream a committed body with its pinned content type; 404 before commit or after the
     body was deleted, 403 `egress_denied` where the stream's content may not leave."""
     intent, chunks = await service.objects.body(principal, run_id, stream_id, object_id)
-    return Stream(chunks, media_type=intent.content_type,
-                  headers={"Content-Length": str(intent.size),
+    # Checked at prepare since ADR 0025; an intent prepared before keeps its pin, but a
+    # value that is not a media type never reaches the header (it would drop the reply).
+    media_type = intent.content_type if is_media_type(intent.content_type) else (
+        "application/octet-stream")
+    return Stream(chunks, media_type=media_type,
+                  # As pinned: given as `media_type` alone, a text/* type gets a second
+                  # charset parameter appended by the framework.
+                  headers={"Content-Type": media_type, "Content-Length": str(intent.size),
                            "Content-Disposition": "attachment",
                            "X-Content-Type-Options": "nosniff",
                            "X-Content-SHA256": intent.sha256})

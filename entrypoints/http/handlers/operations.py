@@ -10,11 +10,15 @@ from typing import Any
 from litestar import Response
 from litestar.di import NamedDependency
 
+from application.ports import StoreUnavailable
 from application.service import RunnelService
+from entrypoints.backend import NodeUnready
 from entrypoints.http.problems import NotReady
 from entrypoints.metrics import Metrics
 
 Probe = Callable[[], Awaitable[None]]
+READY_SECONDS = 2.0
+"""`/readyz` answers within this, whatever the database does."""
 PENDING_READ_SECONDS = 2.0
 """A scrape never waits longer than this for the pending-input count."""
 
@@ -25,12 +29,25 @@ async def healthz() -> dict[str, Any]:
 
 
 async def readyz(probe: NamedDependency[Probe]) -> dict[str, Any]:
-    """The store answers (503 `not_ready` otherwise)."""
+    """The store answers, at this binary's schema, and the LISTEN connection is up, all
+    within `READY_SECONDS` (503 `not_ready` otherwise)."""
     try:
-        await probe()
+        async with asyncio.timeout(READY_SECONDS):
+            await probe()
+    except NodeUnready as error:
+        raise NotReady(str(error)) from error
+    except TimeoutError as error:
+        raise NotReady(f"the store did not answer within {READY_SECONDS:g} s") from error
     except Exception as error:
-        raise NotReady(f"the store does not answer: {type(error).__name__}") from error
+        raise NotReady(f"the store does not answer: {_cause(error)}") from error
     return {"status": "ready"}
+
+
+def _cause(error: BaseException) -> str:
+    """The name of what failed: the outage under a `StoreUnavailable`, else the error."""
+    if isinstance(error, StoreUnavailable) and error.__cause__ is not None:
+        error = error.__cause__
+    return type(error).__name__
 
 
 async def metrics_text(metrics: NamedDependency[Metrics],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Annotated, Any
 
 from litestar import Request
@@ -35,10 +36,15 @@ async def subscribe(
     """Backfill the records above the cursor, then follow live. Frames: `event: record` with
     `id: <sequence>` and the record envelope as `data`; `event: live` (no id) when
     `live=true`; `: ping` keepalives; `event: resync` with the 410 body if retention
-    overtakes the reader; `event: end` `{"reason":"closed","last_sequence":N}` after close.
+    overtakes the reader; `event: end` `{"reason":"closed","last_sequence":N}` after close,
+    or `{"reason":"token_expired","last_sequence":N}` when the token that opened the
+    subscription expires (resume with a fresh token and `Last-Event-ID: N`).
     A bad, future or pruned cursor is answered as problem+json before the stream starts."""
     cursor = subscribe_cursor(after, last_event_id)
-    follow = await service.follower.open(principal, run_id, stream_id, cursor, live)
+    expires_in = (None if principal.expires_at is None
+                  else principal.expires_at - time.time())
+    follow = await service.follower.open(principal, run_id, stream_id, cursor, live,
+                                         expires_in)
     lease = ReaderLease(follow, metrics)
     register_release(request.scope, lease.release)
     return ServerSentEvent(sse_messages(follow, run_id, stream_id, lease.release))

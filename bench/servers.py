@@ -1,0 +1,249 @@
+"""Requests/s of the same app under each candidate HTTP server, in one run (ADR 0021).
+
+Prints figures; never passes or fails. Each candidate serves in a process of its own,
+one worker on uvloop, on 127.0.0.1; this process is the load (uvloop, raw keep-alive
+sockets, one request in flight per connection, so the client costs little and every
+candidate gets the same client).
+
+    .venv/bin/python bench/servers.py [--seconds 5] [--connections 32] [--rounds 3]
+                                      [--only trivial append]
+
+Candidates: uvicorn + httptools (what `runnel serve` ran before ADR 0021), uvicorn + h11,
+uvicorn + the bounded httptools protocol of `entrypoints/http/connections.py` (what it
+runs now), and granian (ASGI; skipped when not installed: `uv pip install granian`).
+Apps: `trivial` answers `ok` to any request; `append` is the Runnel app on
+`RUNNEL_STORAGE=memory`, every request a single-record append over HTTP.
+The median of the rounds is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import uvloop
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SECRET = "bench-servers-secret-0123456789abcdef0123456789"
+CANDIDATES = ("uvicorn-httptools", "uvicorn-h11", "uvicorn-bounded", "granian")
+RUN, STREAM = "bench", "s"
+ENV = {"RUNNEL_STORAGE": "memory", "RUNNEL_JWT_SECRET": SECRET, "RUNNEL_WORKERS": "false",
+       "RUNNEL_MAX_CONNECTIONS_PER_ADDRESS": "10000", "RUNNEL_DATA_DIR": "/tmp/runnel-bench"}
+
+
+async def trivial(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    if scope["type"] == "lifespan":
+        while (await receive())["type"] != "lifespan.shutdown":
+            await send({"type": "lifespan.startup.complete"})
+        await send({"type": "lifespan.shutdown.complete"})
+        return
+    while (await receive()).get("more_body"):
+        pass
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"text/plain"), (b"content-length", b"2")]})
+    await send({"type": "http.response.body", "body": b"ok"})
+
+
+def runnel_app() -> Any:
+    from entrypoints.http import create_asgi_app
+    from entrypoints.settings import Settings
+
+    return create_asgi_app(Settings())
+
+
+def serve(candidate: str, app_name: str, port: int) -> None:
+    """The server side of one measurement (runs in its own process)."""
+    if candidate == "granian":
+        from granian import Granian
+        from granian.constants import Interfaces, Loops
+
+        target = "bench.servers:runnel_app" if app_name == "append" else "bench.servers:trivial"
+        Granian(target, address="127.0.0.1", port=port, interface=Interfaces.ASGI, workers=1,
+                loop=Loops.uvloop, factory=app_name == "append", log_enabled=False,
+                working_dir=ROOT).serve()
+        return
+    import uvicorn
+
+    from entrypoints.http.connections import ConnectionBudget, bounded_protocol, connection_limits
+    from entrypoints.settings import Settings
+
+    app = runnel_app() if app_name == "append" else trivial
+    http: Any = {"uvicorn-httptools": "httptools", "uvicorn-h11": "h11"}.get(candidate)
+    if http is None:
+        http = bounded_protocol(ConnectionBudget(connection_limits(Settings())))
+    uvicorn.run(app, host="127.0.0.1", port=port, http=http, loop="uvloop", log_level="warning",
+                lifespan="on", access_log=False, ws="none")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _token() -> str:
+    from entrypoints.tokens import mint_token
+
+    return mint_token(SECRET, tenant="bench", sub="bench",
+                      scopes=("streams:read", "streams:write"), ttl_seconds=3600)
+
+
+def _request(app_name: str, auth: str) -> bytes:
+    if app_name == "trivial":
+        return b"GET / HTTP/1.1\r\nHost: bench\r\n\r\n"
+    body = json.dumps({"records": [{"payload": {"token": "Hel"}}]}).encode()
+    return (f"POST /api/workflow-streams/runs/{RUN}/streams/{STREAM}/records HTTP/1.1\r\n"
+            f"Host: bench\r\nAuthorization: Bearer {auth}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+            ).encode() + body
+
+
+async def _exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                    request: bytes) -> int:
+    writer.write(request)
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line[:15].lower() == b"content-length:":
+            length = int(line[15:])
+    await reader.readexactly(length)
+    return int(head.split(b" ", 2)[1])
+
+
+async def _create_stream(port: int, auth: str) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    body = json.dumps({"stream_id": STREAM, "content_class": "output.text",
+                       "credit": {"max_unread_items": 100_000,
+                                  "max_total_items": 1_000_000}}).encode()
+    status = await _exchange(reader, writer, (
+        f"POST /api/workflow-streams/runs/{RUN}/streams HTTP/1.1\r\nHost: bench\r\n"
+        f"Authorization: Bearer {auth}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n").encode() + body)
+    writer.close()
+    assert status in (200, 201), status
+
+
+async def _load(port: int, request: bytes, connections: int, seconds: float) -> float:
+    stop = time.perf_counter() + seconds
+    counts: list[int] = []
+
+    async def one() -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        done = 0
+        while time.perf_counter() < stop:
+            status = await _exchange(reader, writer, request)
+            assert status < 300, status
+            done += 1
+        writer.close()
+        counts.append(done)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(connections)))
+    return sum(counts) / (time.perf_counter() - started)
+
+
+async def _wait_listening(port: int, process: subprocess.Popen[bytes]) -> None:
+    for _ in range(300):
+        if process.poll() is not None:
+            raise RuntimeError("server exited")
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.close()
+            return
+        except OSError:
+            await asyncio.sleep(0.1)
+    raise RuntimeError("server did not listen")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU of the server process and its children (granian's workers)."""
+    root = psutil.Process(pid)
+    total = 0.0
+    for process in [root, *root.children(recursive=True)]:
+        times = process.cpu_times()
+        total += times.user + times.system
+    return total
+
+
+async def measure(candidate: str, app_name: str, args: argparse.Namespace
+                  ) -> tuple[float, float] | None:
+    """Requests/s, and the server's CPU milliseconds per request."""
+    if candidate == "granian":
+        try:
+            import granian  # noqa: F401
+        except ImportError:
+            return None
+    port = _free_port()
+    env = {**os.environ, **ENV}
+    process = subprocess.Popen([sys.executable, __file__, "--serve", candidate, "--app", app_name,
+                                "--port", str(port)], env=env, cwd=ROOT)
+    try:
+        await _wait_listening(port, process)
+        auth = _token()
+        if app_name == "append":
+            await _create_stream(port, auth)
+        request = _request(app_name, auth)
+        await _load(port, request, args.connections, 1.0)  # warm up
+        cpu = _cpu_seconds(process.pid)
+        started = time.perf_counter()
+        rate = await _load(port, request, args.connections, args.seconds)
+        served = rate * (time.perf_counter() - started)
+        return rate, (_cpu_seconds(process.pid) - cpu) * 1000 / served
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+async def main(args: argparse.Namespace) -> None:
+    print(f"{args.connections} keep-alive connections, {args.seconds:g} s a round, median of "
+          f"{args.rounds} rounds: requests/s [each round], server CPU ms per request")
+    for app_name in args.only:
+        figures: dict[str, list[tuple[float, float]]] = {candidate: [] for candidate in CANDIDATES}
+        for _ in range(args.rounds):
+            for candidate in CANDIDATES:
+                figure = await measure(candidate, app_name, args)
+                if figure is not None:
+                    figures[candidate].append(figure)
+        for candidate, values in figures.items():
+            if not values:
+                print(f"  {app_name:8} {candidate:18} not installed")
+                continue
+            rates = [rate for rate, _ in values]
+            rounds = ", ".join(f"{rate:,.0f}" for rate in rates)
+            cpu = statistics.median(cost for _, cost in values)
+            print(f"  {app_name:8} {candidate:18} {statistics.median(rates):>9,.0f}  [{rounds}]"
+                  f"  {cpu:.3f} ms CPU")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", nargs="+", choices=("trivial", "append"),
+                        default=["trivial", "append"])
+    parser.add_argument("--serve", choices=CANDIDATES, help=argparse.SUPPRESS)
+    parser.add_argument("--app", choices=("trivial", "append"), help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parsed = parser.parse_args()
+    if parsed.serve:
+        serve(parsed.serve, parsed.app, parsed.port)
+    else:
+        uvloop.run(main(parsed))

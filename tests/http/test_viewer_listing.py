@@ -1,0 +1,38 @@
+"""The viewer lists every stream of a run, across the listing's pages (ADR 0025)."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import httpx
+from playwright.async_api import Browser
+
+from tests.http.server import RunnelServer, bearer, token
+from tests.http.support import create_stream
+from tests.http.test_viewer import GUARD_MS, browser
+
+__all__ = ["browser"]
+
+STREAMS = 105
+"""More than one page of the listing (100 by default)."""
+
+
+async def test_the_viewer_lists_a_run_of_more_than_one_page(server: RunnelServer,
+                                                            browser: Browser,
+                                                            run_id: str) -> None:
+    secret = token()
+    async with httpx.AsyncClient(base_url=server.api, headers=bearer(secret),
+                                 timeout=30) as api:
+        names = [f"s{n:03d}" for n in range(STREAMS)]
+        for name in names:
+            await create_stream(api, run_id, name)
+        first = (await api.get(f"/runs/{run_id}/streams")).json()
+        assert len(first["streams"]) == 100 and first["next_cursor"] == "s099"
+    page = await browser.new_page(bypass_csp=True)
+    await page.goto(f"{server.url}/?{urlencode({'token': secret, 'run': run_id})}")
+    await page.click("#list")
+    await page.wait_for_function(
+        f"document.querySelectorAll('#streams button').length >= {STREAMS}", timeout=GUARD_MS)
+    listed = await page.eval_on_selector_all("#streams button",
+                                             "items => items.map(i => i.dataset.stream)")
+    assert listed == names

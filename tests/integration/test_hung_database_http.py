@@ -1,0 +1,60 @@
+"""A real server on real Postgres behind a proxy that can hang it: a hung database answers
+503 `store_unavailable` with `Retry-After`, never a hang or a 500; `/readyz` says so
+within its bound; and once the database is back, the retry with the same idempotency
+key tells what was stored."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.http.server import RunnelServer, bearer, token
+from tests.http.support import assert_problem
+from tests.integration.blackhole_proxy import ProxyThread
+from tests.integration.support import DEADLINE
+from tests.pg import pg_dsn, pg_template  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.postgres
+
+RECORDS = "/runs/r/streams/s/records"
+
+
+@pytest.fixture
+def hung(pg_dsn: str, tmp_path: Path) -> Iterator[tuple[httpx.Client, ProxyThread, str]]:  # noqa: F811
+    proxy = ProxyThread(pg_dsn)
+    env = {"RUNNEL_DATABASE_URL": proxy.start(), "RUNNEL_STORAGE": "postgres",
+           "RUNNEL_DB_STATEMENT_TIMEOUT_SECONDS": "1", "RUNNEL_DB_ACQUIRE_TIMEOUT_SECONDS": "1",
+           "RUNNEL_DB_CONNECT_TIMEOUT_SECONDS": "1"}
+    server = RunnelServer.start(env, tmp_path)
+    try:
+        with httpx.Client(base_url=server.api, headers=bearer(token()), timeout=DEADLINE) as api:
+            yield api, proxy, server.url
+    finally:
+        server.stop()
+        proxy.close()
+
+
+def test_a_hung_database_is_503_store_unavailable_and_the_key_settles_the_retry(
+        hung: tuple[httpx.Client, ProxyThread, str]) -> None:
+    api, proxy, server_url = hung
+    created = api.post("/runs/r/streams", json={"stream_id": "s", "content_class": "output.text"})
+    assert created.status_code == 201
+    ready = server_url + "/readyz"
+    assert api.get(ready).status_code == 200
+    proxy.hang()
+    body = {"records": [{"payload": "kept", "idempotency_key": "k1"}]}
+    refused = api.post(RECORDS, json=body)
+    assert_problem(refused, 503, "store_unavailable")
+    assert refused.headers["retry-after"] == "2"
+    assert "same idempotency keys" in refused.json()["detail"]
+    assert_problem(api.get(RECORDS), 503, "store_unavailable")
+    assert_problem(api.get(ready), 503, "not_ready")
+    proxy.admit()
+    while (retried := api.post(RECORDS, json=body)).status_code == 503:
+        time.sleep(0.2)
+    assert retried.status_code in (200, 201) and retried.json()["sequences"] == [1]
+    assert [r["payload"] for r in api.get(RECORDS).json()["records"]] == ["kept"]
