@@ -66,6 +66,9 @@ class PostgresLeadership:
 
     async def _connected(self) -> asyncpg.Connection:
         if self._connection is None or self._connection.is_closed():
+            if self._leading:
+                log.warning("lost the upkeep lead of region %s (its session ended)",
+                            self._region)
             self._leading = False
             self._connection = await asyncpg.connect(
                 self._dsn, timeout=self._bounds.connect_timeout_seconds,
