@@ -1,6 +1,6 @@
-"""Storage stops growing (ADR 0032): 20,000 appended records per round go through retention, erasure,
-input delivery and the upkeep pass on real Postgres, and every table is bounded. Later rounds on
-the same database grow no table (the space upkeep freed is reused)."""
+"""Storage stops growing (ADR 0032): 20,000 appended records per round go through retention,
+erasure, input delivery and the upkeep pass on real Postgres, and every table is bounded.
+Later rounds on the same database grow no table (the space upkeep freed is reused)."""
 
 from __future__ import annotations
 
