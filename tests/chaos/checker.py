@@ -122,9 +122,16 @@ def _storage(stream: Stream, final: Mapping[str, Any], stored: Mapping[str, list
 
 def _realtime(stream: Stream, attempts: list[Mapping[str, Any]]) -> list[Anomaly]:
     """An append acknowledged before another was sent must have the lower sequence.
-    Sorted by answer time, each acked append is compared with the highest sequence
-    acknowledged strictly before it was sent (a sweep, not all pairs)."""
-    acked = sorted((a for a in attempts if a["outcome"] == "ok"), key=lambda a: a["answered"])
+    "Sent" is the key's first attempt: an attempt whose answer was lost may have
+    stored it, and the retry that is acknowledged answers with that sequence. Each
+    acked key is compared with the highest sequence acknowledged strictly before its
+    first attempt (a sweep, not all pairs)."""
+    first_sent: dict[str, float] = {}
+    for attempt in attempts:
+        key = attempt["key"]
+        first_sent[key] = min(first_sent.get(key, attempt["sent"]), attempt["sent"])
+    acked = sorted(({**a, "sent": first_sent[a["key"]]} for a in attempts
+                    if a["outcome"] == "ok"), key=lambda a: a["answered"])
     by_sent = sorted(acked, key=lambda a: a["sent"])
     found: list[Anomaly] = []
     highest: tuple[int, str] | None = None

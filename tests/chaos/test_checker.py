@@ -195,6 +195,21 @@ def test_a_subscriber_that_stops_short_of_head_is_behind() -> None:
     assert kinds(history) == {"behind"}
 
 
+def test_a_retry_answered_with_the_sequence_its_lost_first_attempt_stored_is_in_order() -> None:
+    """`a` is sent, its answer lost, but it was stored at 1; `b` is sent and acked at 2;
+    `a`'s retry, sent after `b`'s ack, is answered 1. Not an order anomaly: `a` was
+    first sent before `b` was acknowledged."""
+    append = {"kind": "append", "tenant": "acme", "stream": "s", "producer": "p"}
+    history = [
+        append | {"key": "a", "sent": 1, "answered": 9, "outcome": "unknown"},
+        append | {"key": "b", "sent": 2, "answered": 3, "outcome": "ok", "sequence": 2},
+        append | {"key": "a", "sent": 10, "answered": 11, "outcome": "ok", "sequence": 1},
+        {"kind": "final", "tenant": "acme", "stream": "s", "head": 2,
+         "records": [{"sequence": 1, "key": "a"}, {"sequence": 2, "key": "b"}]},
+    ]
+    assert check(history) == []
+
+
 def bigserial_reader_history() -> list[Event]:
     """Two transactions take ids 1 and 2 from a sequence; 2 commits first. A reader that
     polls `WHERE id > cursor` sees 2, moves its cursor past 1, and never sees 1: the
