@@ -5,7 +5,7 @@ Rules:
   and it is the current one, through a contextvar, for everything that request runs:
   every log line written meanwhile carries its id (`log_format.py`);
 - the tenant is noted once the bearer token is verified, the route (the path template,
-  never the path) and the status once the response starts;
+  never the path) once the request is routed, the status once the response starts;
 - a task started during a request inherits its context; once the request has finished,
   its lines no longer carry that request's fields.
 """
@@ -13,24 +13,32 @@ Rules:
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
 class RequestContext:
     request_id: str
+    scope: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    """The ASGI scope: the router writes the route template into it."""
     started: float = field(default_factory=time.perf_counter)
     tenant: str | None = None
-    route: str | None = None
     status: int | None = None
     duration_ms: float | None = None
     finished: bool = False
 
-    def responded(self, status: int, route: str | None) -> None:
-        """The response starts: its status, the route and the time to its headers."""
+    @property
+    def route(self) -> str | None:
+        """The path template, once the request is routed (None for an unknown path)."""
+        template = self.scope.get("path_template")
+        return template if isinstance(template, str) else None
+
+    def responded(self, status: int) -> None:
+        """The response starts: its status and the time to its headers."""
         self.status = status
-        self.route = route
         self.duration_ms = round((time.perf_counter() - self.started) * 1000, 3)
 
 

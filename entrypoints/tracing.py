@@ -33,6 +33,7 @@ from entrypoints.token_redaction import redact_tokens
 log = logging.getLogger("runnel.tracing")
 
 _ENABLED = False
+_SCRUB: _Scrubber | None = None
 _STANDARD = ("OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT",
              "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 EXTRA_HINT = "install the `otel` extra: pip install 'runnel[otel]'"
@@ -71,7 +72,7 @@ def name_server_span(method: str, route: str | None) -> None:
 def start_tracing(settings: Settings) -> bool:
     """Install the tracer provider and the asyncpg instrumentation, if tracing is wanted;
     True when it is on."""
-    global _ENABLED
+    global _ENABLED, _SCRUB
     if _ENABLED or not wanted(settings):
         return _ENABLED
     try:
@@ -83,7 +84,8 @@ def start_tracing(settings: Settings) -> bool:
         log.warning("OTEL_* variables are set but OpenTelemetry is not installed (%s): "
                     "no tracing", EXTRA_HINT)
         return False
-    tracing_sdk.install(_Scrubber(LogIds(settings.resolved_jwt_secret())))
+    _SCRUB = _Scrubber(LogIds(settings.resolved_jwt_secret()))
+    tracing_sdk.install(_SCRUB)
     _ENABLED = True
     log.info("tracing on (OpenTelemetry, exporter %s)",
              os.environ.get("OTEL_TRACES_EXPORTER", "otlp"))
@@ -92,11 +94,11 @@ def start_tracing(settings: Settings) -> bool:
 
 def traced(app: ASGIApp) -> ASGIApp:
     """The ASGI app inside a server span per request (a no-op while tracing is off)."""
-    if not _ENABLED:
+    if not _ENABLED or _SCRUB is None:
         return app
     from entrypoints import tracing_sdk
 
-    return cast(ASGIApp, tracing_sdk.asgi_middleware(app))
+    return cast(ASGIApp, tracing_sdk.asgi_middleware(app, _SCRUB))
 
 
 class _Scrubber:

@@ -3,8 +3,11 @@
 Rules:
 - one global tracer provider, its resource from the standard variables
   (`OTEL_SERVICE_NAME`, else `runnel`), its exporter from `OTEL_TRACES_EXPORTER`;
-- every string attribute a span starts with passes the log scrubber: the ASGI span's
-  `url.path`, `http.target` and query name runs, streams and tokens otherwise;
+- the ASGI instrumentation reads the URL from the scope (`http.target`, `http.url`,
+  `url.path`, `url.query`) and writes it into the server span more than once: it is
+  handed a copy of the scope whose path and query have passed the log scrubber, and
+  the application gets the real scope back underneath it. Every other string
+  attribute a span starts with passes the same scrubber;
 - the ASGI server span is named by the method alone until the route is known (never
   by the raw path), and makes no child span per ASGI message (an event stream sends
   thousands).
@@ -67,6 +70,40 @@ def _span_details(scope: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return str(scope.get("method") or "HTTP"), {}
 
 
-def asgi_middleware(app: Any) -> Any:
-    return OpenTelemetryMiddleware(app, default_span_details=_span_details,
-                                   exclude_spans=["receive", "send"])
+_REAL_SCOPE = "runnel.real_scope"
+
+
+class _ScrubbedScope:
+    """Outside the instrumentation: it sees the path and query as a log line would."""
+
+    def __init__(self, app: Any, scrub: Callable[[str], str]) -> None:
+        self.app = app
+        self._scrub = scrub
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = self._scrub(scope.get("path", ""))
+        query = self._scrub(scope.get("query_string", b"").decode("latin-1"))
+        seen = {**scope, "path": path, "raw_path": path.encode("latin-1", "replace"),
+                "query_string": query.encode("latin-1", "replace"), _REAL_SCOPE: scope}
+        await self.app(seen, receive, send)
+
+
+class _RealScope:
+    """Inside the instrumentation: the application gets the scope the server made."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.app(scope.get(_REAL_SCOPE, scope), receive, send)
+
+
+def asgi_middleware(app: Any, scrub: Callable[[str], str],
+                    tracer_provider: TracerProvider | None = None) -> Any:
+    instrumented = OpenTelemetryMiddleware(_RealScope(app), default_span_details=_span_details,
+                                           exclude_spans=["receive", "send"],
+                                           tracer_provider=tracer_provider)
+    return _ScrubbedScope(instrumented, scrub)

@@ -55,15 +55,14 @@ class RequestIds:
         if scope["type"] != ScopeType.HTTP:
             await self.app(scope, receive, send)
             return
-        context = RequestContext(accepted_request_id(_header(scope, HEADER)))
+        context = RequestContext(accepted_request_id(_header(scope, HEADER)), scope)
         echoed = (HEADER, context.request_id.encode())
         method = str(scope.get("method", ""))
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
-                route = scope.get("path_template")
-                context.responded(message["status"], route)
-                tracing.name_server_span(method, route)
+                context.responded(message["status"])
+                tracing.name_server_span(method, context.route)
                 headers = [(k, v) for k, v in message.get("headers", ()) if k.lower() != HEADER]
                 message = {**message, "headers": [*headers, echoed]}
             await send(message)
