@@ -2,9 +2,9 @@
 
 Rules:
 - an incoming `X-Request-ID` is kept when it is 1 to 128 characters of
-  `[A-Za-z0-9._:-]` and shaped like no token; anything else (too long, other
-  characters, several values' worth of commas, a JWT) is replaced by a fresh
-  uuid4 hex, silently: the client learns the id it got from the response;
+  `[A-Za-z0-9._:-]` (no `/`: it cannot pass for a `/runs/…` path) and shaped like
+  no token; anything else (too long, other characters, a JWT) is replaced by a
+  fresh uuid4 hex, silently: the client learns the id it got from the response;
 - the id is echoed as `X-Request-ID` on every response the application sends:
   routes, problems, the 404 of an unknown path, event streams;
 - while the request is handled it is the current `RequestContext`, so every log
