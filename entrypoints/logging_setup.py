@@ -5,7 +5,8 @@ Rules:
   the worker's ready line only). Every logger reaches it: uvicorn's, ours, the
   adapters' (`adapters.postgres.*`) and asyncpg's; Python warnings too;
 - the handler's filters redact tokens, then pseudonymise run and stream ids, on
-  every record before it is formatted, so no logger can get past them;
+  every record before it is formatted, so no logger can get past them; in JSON, an
+  uncaught exception is logged (CRITICAL) rather than printed;
 - `RUNNEL_LOG_LEVEL` (default INFO) is the root's level; `RUNNEL_LOG_FORMAT` picks
   `text` (timestamped lines) or `json` (one object per line, `log_format.py`);
 - `runnel serve` hands the same configuration to uvicorn, whose own loggers then
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 import logging
 import logging.config
+import sys
+from types import TracebackType
 from typing import Any
 
 from entrypoints.log_format import JsonFormatter, TextFormatter
@@ -49,3 +52,11 @@ def logging_config(settings: Settings) -> dict[str, Any]:
 def configure_logging(settings: Settings) -> None:
     logging.config.dictConfig(logging_config(settings))
     logging.captureWarnings(True)
+    if settings.log_format == "json":  # a crash is one JSON line too, scrubbed like the rest
+        sys.excepthook = _log_uncaught
+
+
+def _log_uncaught(kind: type[BaseException], error: BaseException,
+                  trace: TracebackType | None) -> None:
+    logging.getLogger("runnel").critical("uncaught %s", kind.__name__,
+                                         exc_info=(kind, error, trace))
