@@ -59,7 +59,7 @@ fuzz: install
 
 # Re-resolve the lock after changing pyproject.toml dependencies.
 lock:
-	$(BIN)/uv pip compile pyproject.toml --extra test --python-version 3.11 -o requirements.lock
+	$(BIN)/uv pip compile pyproject.toml --extra test --extra otel --python-version 3.11 -o requirements.lock
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis .fuzz

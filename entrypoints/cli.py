@@ -9,23 +9,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import copy
+import logging
 import os
 import re
 import socket
 import sys
+from collections.abc import Callable
 from importlib.metadata import version
 from typing import TYPE_CHECKING, Any
 
 import uvicorn
 from pydantic import ValidationError
-from uvicorn.config import LOGGING_CONFIG
 
 from application.views import API_PREFIX
 from entrypoints.backend import database_url
-from entrypoints.log_ids import LogIds, ScrubIds
+from entrypoints.log_ids import LogIds
+from entrypoints.logging_setup import configure_logging, logging_config
 from entrypoints.settings import ConfigurationError, Settings
-from entrypoints.token_redaction import RedactTokens
 from entrypoints.tokens import mint_token
 
 if TYPE_CHECKING:
@@ -124,33 +124,21 @@ def _inputs(settings: Settings) -> str:
             "see status.pending_inputs and runnel_input_pending")
 
 
-def _log_config(settings: Settings) -> dict[str, Any]:
-    """uvicorn's logging, plus ours, all on stderr; every handler redacts tokens
-    (`token_redaction.py`) and scrubs run and stream ids (`log_ids.py`)."""
-    config: dict[str, Any] = copy.deepcopy(LOGGING_CONFIG)
-    config["loggers"]["runnel"] = {"handlers": ["default"], "level": "INFO", "propagate": False}
-    config["filters"] = {"scrub_ids": {"()": ScrubIds,
-                                       "ids": LogIds(settings.resolved_jwt_secret())},
-                         "redact_tokens": {"()": RedactTokens}}
-    for handler in config["handlers"].values():
-        handler["filters"] = ["redact_tokens", "scrub_ids"]
-        handler["stream"] = "ext://sys.stderr"  # logs on stderr; stdout has the banner only
-    return config
-
-
 def _serve(args: argparse.Namespace) -> int:
     from entrypoints.http import create_asgi_app
     from entrypoints.http.connections import ConnectionBudget, bounded_protocol, connection_limits
     from entrypoints.http.draining import Draining
+    from entrypoints.tracing import start_tracing
 
     settings = Settings(workers=False) if args.no_workers else Settings()
     _preflight(settings)
+    start_tracing(settings)
     budget = ConnectionBudget(connection_limits(settings))
     draining = Draining()
     config = uvicorn.Config(
         create_asgi_app(settings, budget, draining), host=args.host, port=args.port,
         lifespan="on",
-        log_config=_log_config(settings), access_log=args.access_log, proxy_headers=False,
+        log_config=logging_config(settings), access_log=args.access_log, proxy_headers=False,
         server_header=False, timeout_graceful_shutdown=int(settings.shutdown_grace_seconds),
         http=bounded_protocol(budget), ws="none",
         timeout_keep_alive=settings.idle_timeout_seconds,  # type: ignore[arg-type]
@@ -160,10 +148,12 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _worker(_: argparse.Namespace) -> int:
+    from entrypoints.tracing import start_tracing
     from entrypoints.worker_host import run
 
     settings = Settings()
     _preflight(settings)
+    start_tracing(settings)
     run(settings)
     return 0
 
@@ -359,13 +349,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+LOGGING_COMMANDS = frozenset({"serve", "worker", "migrate", "fence", "unfence", "revoke"})
+"""The commands that run against a node's database and log through `logging_setup.py`."""
+
+
+def _warnings_of(command: str) -> Callable[[str], None]:
+    """Where a start-up warning goes: the log, for a command that logs (set up here, before
+    anything else is said), else stderr."""
+    if command not in LOGGING_COMMANDS:
+        return lambda warning: print(f"runnel {command}: warning: {warning}", file=sys.stderr)
+    configure_logging(Settings())
+    log = logging.getLogger("runnel.config")
+    return lambda warning: log.warning("%s", warning)
+
+
 def main(argv: list[str] | None = None) -> int:
     from entrypoints.startup import StartupRefused, unknown_variables
 
     args = build_parser().parse_args(argv)
-    for warning in unknown_variables(os.environ):
-        print(f"runnel {args.command}: warning: {warning}", file=sys.stderr)
     try:
+        warn = _warnings_of(args.command)
+        for warning in unknown_variables(os.environ):
+            warn(warning)
         return int(args.handler(args))
     except StartupRefused as refused:
         print(f"runnel {args.command}: {refused}", file=sys.stderr)

@@ -13,7 +13,15 @@ import secrets
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from adapters.postgres.pool import DatabaseBounds
@@ -145,6 +153,14 @@ class Settings(BaseSettings):
     idle_timeout_seconds: float = Field(20.0, gt=0)
     """A kept-alive connection with no new request for this long is closed. Keep it above
     the idle timeout of a proxy in front (ADR 0021)."""
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+    """The lowest level logged, for every logger of the process (ADR 0031)."""
+    log_format: Literal["text", "json"] = "text"
+    """`text`: timestamped lines; `json`: one object per line with `ts`, `level`, `logger`,
+    `message` and, in a request, `request_id`, `tenant`, `route`, `status`, `duration_ms`."""
+    otel: bool = False
+    """OpenTelemetry tracing (the `otel` extra); also on when a standard `OTEL_TRACES_EXPORTER`
+    or `OTEL_EXPORTER_OTLP_ENDPOINT` is set (ADR 0031)."""
     workers: bool = True
     """Run the background workers in the API process (`runnel serve --no-workers` turns it off)."""
     wait_service: Literal["none", "webhook", "notify", "memory"] | None = None
@@ -202,6 +218,13 @@ class Settings(BaseSettings):
     max_total_items_ceiling: int = Field(10_000_000, ge=100_000, le=INT64_MAX)
     max_total_bytes_ceiling: int = Field(64 * 1024**3, ge=1024**3, le=INT64_MAX)
     max_open_objects_ceiling: int = Field(10_000, ge=100, le=MAX_OPEN_OBJECTS_CEILING)
+
+    @field_validator("log_level", "log_format", mode="before")
+    @classmethod
+    def _any_case(cls, value: object, info: ValidationInfo) -> object:
+        if not isinstance(value, str):
+            return value
+        return value.strip().upper() if info.field_name == "log_level" else value.strip().lower()
 
     @field_validator("jwt_secret")
     @classmethod

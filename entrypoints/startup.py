@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import logging
 import random
-import sys
 from collections.abc import Mapping
 
 import asyncpg
@@ -24,6 +24,8 @@ import asyncpg
 from adapters.postgres.migrations import SchemaMismatch, ensure_current
 from adapters.postgres.pool import as_unavailable
 from entrypoints.settings import Settings
+
+log = logging.getLogger("runnel.startup")
 
 PREFIX = "RUNNEL_"
 IGNORED = frozenset({"RUNNEL_TEST_PG_DSN", "RUNNEL_TOKEN", "RUNNEL_URL"})
@@ -75,9 +77,8 @@ async def _wait_for(dsn: str, settings: Settings) -> None:
                 raise StartupRefused(
                     f"the database did not answer within {settings.startup_timeout_seconds:g} s "
                     f"({type(error).__name__}); is RUNNEL_DATABASE_URL right?") from None
-            # Logging is not set up before the server is: say it on stderr directly.
-            print(f"runnel: the database does not answer yet ({type(error).__name__}); "
-                  f"retrying in {delay:.1f} s", file=sys.stderr, flush=True)
+            log.warning("the database does not answer yet (%s); retrying in %.1f s",
+                        type(error).__name__, delay)
             await asyncio.sleep(delay)
             delay = min(5.0, delay * 2) * random.uniform(0.8, 1.2)
             continue

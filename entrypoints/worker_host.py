@@ -8,11 +8,9 @@ API nodes and other workers.
 from __future__ import annotations
 
 import asyncio
-import logging
 import signal
 
 from entrypoints.container import Container, running
-from entrypoints.log_ids import LogIds, ScrubIds
 from entrypoints.settings import Settings
 from entrypoints.workers import worker_id
 
@@ -31,9 +29,5 @@ async def host_workers(settings: Settings) -> None:
 
 
 def run(settings: Settings) -> None:
-    logging.basicConfig(level=logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    scrub = ScrubIds(LogIds(settings.resolved_jwt_secret()))
-    for handler in logging.getLogger().handlers:
-        handler.addFilter(scrub)
+    """Logging is already set up by the CLI (`logging_setup.py`), as for every command."""
     asyncio.run(host_workers(settings))

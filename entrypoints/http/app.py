@@ -31,12 +31,14 @@ from entrypoints.http.limits import header_limit
 from entrypoints.http.openapi import PublishedRules
 from entrypoints.http.problems import problem_response
 from entrypoints.http.referrer import no_referrer
+from entrypoints.http.request_ids import RequestIds
 from entrypoints.http.routes import api_router, operation_handlers
 from entrypoints.http.sse_transport import EventStreamTransport
 from entrypoints.http.timing import route_timing
 from entrypoints.metrics import Metrics
 from entrypoints.settings import Settings
 from entrypoints.subscribe_tokens import SubscribeTokens
+from entrypoints.tracing import traced
 
 DESCRIPTION = """Durable work-data streams for workflow runs.
 
@@ -112,14 +114,17 @@ def create_app(settings: Settings, container: Container | None = None,
 
 
 def create_asgi_app(settings: Settings, connections: ConnectionBudget | None = None,
-                    draining: Draining | None = None) -> ASGIApp:
+                    draining: Draining | None = None,
+                    container: Container | None = None) -> ASGIApp:
     """What the server runs: the app behind the event-stream transport (coalesced writes,
-    stall bound); `connections`, the server's connection budget, is reported in /metrics;
-    `draining` is how the server ends the node's subscriptions before it stops."""
-    container = Container(settings=settings)
+    stall bound), inside the request ids (every response, every log line) and, when
+    tracing is on, a server span; `connections`, the server's connection budget, is
+    reported in /metrics; `draining` is how the server ends the node's subscriptions
+    before it stops."""
+    container = container if container is not None else Container(settings=settings)
     metrics: Metrics = container.metrics()
     if connections is not None:
         metrics.registry.register(ConnectionMetrics(connections))
-    return EventStreamTransport(create_app(settings, container, draining),
-                                settings.sse_stall_seconds,
-                                on_stall=metrics.stalled.inc)
+    return traced(RequestIds(EventStreamTransport(create_app(settings, container, draining),
+                                                  settings.sse_stall_seconds,
+                                                  on_stall=metrics.stalled.inc)))

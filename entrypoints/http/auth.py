@@ -26,6 +26,7 @@ from application.revocations import RevocationList
 from domain.errors import Unauthenticated
 from domain.principal import Principal
 from entrypoints.jwks import CachedUrlKeys, StaticKeys
+from entrypoints.request_context import note_tenant
 from entrypoints.settings import Settings
 from entrypoints.subscribe_tokens import SubscribeTokens, is_subscribe_token
 from entrypoints.tokens import PublicKeys, TokenPolicy, TokenVerifier
@@ -91,6 +92,7 @@ class Authenticator:
         principal = self._verifier.verify(token)
         if self.revoked.refuses(principal.tenant, principal.token_id):
             raise Unauthenticated("token has been revoked")
+        note_tenant(principal.tenant)
         return principal
 
 
@@ -120,7 +122,9 @@ class SubscribeAuthenticator:
         if header is not None and not is_subscribe_token(token):
             return self._api.from_header(request)
         params = request.path_params
-        return self._grants.verify(token, str(params["run_id"]), str(params["stream_id"]))
+        principal = self._grants.verify(token, str(params["run_id"]), str(params["stream_id"]))
+        note_tenant(principal.tenant)
+        return principal
 
 
 def _bearer(header: str | None) -> str | None:

@@ -7,7 +7,8 @@ errors (validation, routing, body size) get the same shape with their own
 stable codes; anything unforeseen is a 500 `internal_error` whose detail says
 nothing about the cause (the log has it). A detail never carries a query string
 (the framework's validation detail names the URL; a subscription URL carries a
-credential), nor anything shaped like a token (ADR 0023).
+credential), nor anything shaped like a token (ADR 0023). A 5xx body carries the
+request's `request_id`, which every log line of that request carries too (ADR 0031).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 
 from application.ports import NodeDraining, ObjectRegionUnavailable, StoreUnavailable
 from domain import errors as e
+from entrypoints.request_context import current_request
 from entrypoints.token_redaction import redact_tokens
 
 log = logging.getLogger("runnel.http")
@@ -200,6 +202,9 @@ def problem_response(request: Request[Any, Any, Any], exc: Exception) -> Respons
     """Litestar's exception handler for every exception class."""
     body = problem_body(exc)
     status = body["status"]
+    handled = current_request()
+    if status >= 500 and handled is not None:  # what an operator greps the log for
+        body["request_id"] = handled.request_id
     if isinstance(exc, StoreUnavailable):  # expected, and the store's log says why
         log.warning("store unavailable on %s %s: %r", request.method,
                     request.scope.get("path_template", request.url.path), exc.__cause__)

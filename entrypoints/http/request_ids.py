@@ -1,0 +1,74 @@
+"""Every request has an id: the client's `X-Request-ID` when it is safe, a fresh one otherwise.
+
+Rules:
+- an incoming `X-Request-ID` is kept when it is 1 to 128 characters of
+  `[A-Za-z0-9._:-]` (no `/`: it cannot pass for a `/runs/…` path) and shaped like
+  no token; anything else (too long, other characters, a JWT) is replaced by a
+  fresh uuid4 hex, silently: the client learns the id it got from the response;
+- the id is echoed as `X-Request-ID` on every response the application sends:
+  routes, problems, the 404 of an unknown path, event streams;
+- while the request is handled it is the current `RequestContext`, so every log
+  line carries it (`request_context.py`), and a 5xx problem body names it;
+- this wraps the whole application, outside the event-stream transport, so it sees
+  every request. The transport's own refusals (`connections.py`: 503, 431, 408) come
+  before any request exists and carry none.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from litestar.enums import ScopeType
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+from entrypoints import tracing
+from entrypoints.request_context import RequestContext, enter_request, leave_request
+from entrypoints.token_redaction import redact_tokens
+
+HEADER = b"x-request-id"
+MAX_LENGTH = 128
+_SAFE = re.compile(rf"[A-Za-z0-9._:-]{{1,{MAX_LENGTH}}}")
+
+
+def accepted_request_id(raw: bytes | None) -> str:
+    """The client's id when it is safe to log and echo, else a fresh one."""
+    if raw is not None and len(raw) <= MAX_LENGTH:
+        value = raw.decode("latin-1")
+        if _SAFE.fullmatch(value) and redact_tokens(value) == value:
+            return value
+    return uuid.uuid4().hex
+
+
+def _header(scope: Scope, name: bytes) -> bytes | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return bytes(value)
+    return None
+
+
+class RequestIds:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != ScopeType.HTTP:
+            await self.app(scope, receive, send)
+            return
+        context = RequestContext(accepted_request_id(_header(scope, HEADER)), scope)
+        echoed = (HEADER, context.request_id.encode())
+        method = str(scope.get("method", ""))
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                context.responded(message["status"])
+                tracing.name_server_span(method, context.route)
+                headers = [(k, v) for k, v in message.get("headers", ()) if k.lower() != HEADER]
+                message = {**message, "headers": [*headers, echoed]}
+            await send(message)
+
+        token = enter_request(context)
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            leave_request(token)

@@ -1,0 +1,62 @@
+"""One logging setup for every `runnel` process: serve, worker, migrate, fence, revoke.
+
+Rules:
+- one handler, on the root logger, writing to stderr (stdout carries the banner and
+  the worker's ready line only). Every logger reaches it: uvicorn's, ours, the
+  adapters' (`adapters.postgres.*`) and asyncpg's; Python warnings too;
+- the handler's filters redact tokens, then pseudonymise run and stream ids, on
+  every record before it is formatted, so no logger can get past them; in JSON, an
+  uncaught exception is logged (CRITICAL) rather than printed;
+- `RUNNEL_LOG_LEVEL` (default INFO) is the root's level; `RUNNEL_LOG_FORMAT` picks
+  `text` (timestamped lines) or `json` (one object per line, `log_format.py`);
+- `runnel serve` hands the same configuration to uvicorn, whose own loggers then
+  propagate to the root; `--access-log` turns `uvicorn.access` on.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.config
+import sys
+from types import TracebackType
+from typing import Any
+
+from entrypoints.log_format import JsonFormatter, TextFormatter
+from entrypoints.log_ids import LogIds, ScrubIds
+from entrypoints.settings import Settings
+from entrypoints.token_redaction import RedactTokens
+
+_UVICORN_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access")
+
+
+def logging_config(settings: Settings) -> dict[str, Any]:
+    """A `logging.config.dictConfig` for this process (uvicorn takes it as `log_config`)."""
+    formatter = JsonFormatter if settings.log_format == "json" else TextFormatter
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "filters": {"redact_tokens": {"()": RedactTokens},
+                    "scrub_ids": {"()": ScrubIds,
+                                  "ids": LogIds(settings.resolved_jwt_secret())}},
+        "formatters": {"runnel": {"()": formatter}},
+        "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "runnel",
+                                "filters": ["redact_tokens", "scrub_ids"],
+                                "stream": "ext://sys.stderr"}},
+        "root": {"handlers": ["stderr"], "level": settings.log_level},
+        # uvicorn's loggers lose the handlers its default config gives them and propagate.
+        "loggers": {name: {"handlers": [], "propagate": True, "level": settings.log_level}
+                    for name in _UVICORN_LOGGERS},
+    }
+
+
+def configure_logging(settings: Settings) -> None:
+    logging.config.dictConfig(logging_config(settings))
+    logging.captureWarnings(True)
+    if settings.log_format == "json":  # a crash is one JSON line too, scrubbed like the rest
+        sys.excepthook = _log_uncaught
+
+
+def _log_uncaught(kind: type[BaseException], error: BaseException,
+                  trace: TracebackType | None) -> None:
+    logging.getLogger("runnel").critical("uncaught %s", kind.__name__,
+                                         exc_info=(kind, error, trace))
