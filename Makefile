@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test lint lock bench clean browser
+.PHONY: install run test lint lock bench clean browser nginx
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -25,13 +25,18 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-test: lint browser
+test: lint browser nginx
 	$(BIN)/pytest
 
 # The viewer test drives Debian's chromium (through Playwright's `executable_path`,
 # never `playwright install`): installed here when missing (CI runs as root).
 browser:
 	test -x /usr/bin/chromium || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
+
+# The deployment kit's e2e test (tests/e2e/test_nginx.py) runs Debian's nginx as a plain
+# process in front of two nodes: installed here when missing (CI runs as root).
+nginx:
+	test -x /usr/sbin/nginx || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y nginx)
 
 # Re-resolve the lock after changing pyproject.toml dependencies.
 lock:
