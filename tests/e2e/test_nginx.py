@@ -4,6 +4,9 @@
 - Event streams pass through unbuffered: a record appended reaches a follower
   through nginx while the stream stays open (a buffering proxy would hold the
   small frame until its buffer filled, far past the deadline).
+- A reader that stops reading is still seen by Runnel: nginx passes the stream's
+  back-pressure on instead of spooling it to disk, so Runnel's stall bound
+  (`RUNNEL_SSE_STALL_SECONDS`) cuts the reader, who would resume from its cursor.
 - A node stopped with SIGTERM mid-stream ends its subscription with `end
   {"reason": "shutdown"}` (ADR 0029); the follower reconnects through nginx,
   which routes it to the surviving node, while a producer keeps appending
@@ -17,9 +20,9 @@ from __future__ import annotations
 import asyncio
 import re
 import signal
+import socket
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -32,7 +35,11 @@ from tests.http.server import API, RunnelServer, bearer, token
 pytestmark = pytest.mark.postgres
 
 NODE_ENV = {"RUNNEL_TRUSTED_PROXIES": "127.0.0.1", "RUNNEL_PRESTOP_SECONDS": "1",
-            "RUNNEL_SHUTDOWN_GRACE_SECONDS": "3"}
+            "RUNNEL_SHUTDOWN_GRACE_SECONDS": "3", "RUNNEL_SSE_STALL_SECONDS": "2"}
+STALLED = "disconnected a stalled SSE reader"
+RECORD_BYTES = 60 * 1024
+BATCH = 120
+"""An append of 120 records of 60 KiB (7 MiB, under the 8 MiB body ceiling)."""
 ARRIVAL_DEADLINE = 10.0
 """Seconds a record may take to reach the follower: generous, and below the 15 s SSE
 keepalive, so no ping can push a buffered frame out before it."""
@@ -108,6 +115,41 @@ async def test_a_record_reaches_a_follower_through_nginx_while_the_stream_is_ope
             direct.stream("GET", nodes[0].url + path, headers={"Last-Event-ID": "3"}) as answer:
         assert answer.status_code == 200
         assert answer.headers["x-accel-buffering"] == "no"
+
+
+async def test_a_reader_that_stops_reading_behind_nginx_is_cut_by_the_stall_bound(
+        cluster: Cluster, run_id: str) -> None:
+    nodes, proxy = cluster
+    async with AsyncRunnelClient(proxy, token()) as producer:
+        await producer.create_stream(run_id, {"stream_id": "s", "content_class": "output.text"})
+        host, port = proxy.removeprefix("http://").rsplit(":", 1)
+        reader = socket.socket()
+        reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # and no autotuning
+        reader.settimeout(10)
+        reader.connect((host, int(port)))
+        reader.sendall(f"GET {API}/runs/{run_id}/streams/s/subscribe HTTP/1.1\r\n"
+                       f"Host: {host}\r\nAuthorization: Bearer {token()}\r\n"
+                       "Accept: text/event-stream\r\n\r\n".encode())
+        await producer.append(run_id, "s", [{"payload": "first"}])
+        seen = b""
+        while b"event: record" not in seen:  # the head, then the first record
+            seen += reader.recv(1)
+        assert seen.startswith(b"HTTP/1.1 200"), seen
+        # The reader reads nothing more. More than every socket buffer on the way holds:
+        payload = "x" * RECORD_BYTES
+        try:
+            for batch in range(8):
+                await producer.append(run_id, "s", [
+                    {"payload": payload, "idempotency_key": f"b{batch}-{n}"}
+                    for n in range(BATCH)])
+                if any(STALLED in node.log.read_text() for node in nodes):
+                    break
+            deadline = time.monotonic() + 30
+            while not any(STALLED in node.log.read_text() for node in nodes):
+                assert time.monotonic() < deadline, "Runnel never saw the reader stall"
+                await asyncio.sleep(0.2)
+        finally:
+            reader.close()
 
 
 async def test_a_follower_through_nginx_loses_and_repeats_nothing_when_its_node_stops(
