@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test lint lock bench clean browser nginx
+.PHONY: install run test lint lock bench clean browser deploy-tools
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -25,7 +25,7 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-test: lint browser nginx
+test: lint browser deploy-tools
 	$(BIN)/pytest
 
 # The viewer test drives Debian's chromium (through Playwright's `executable_path`,
@@ -33,10 +33,12 @@ test: lint browser nginx
 browser:
 	test -x /usr/bin/chromium || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
 
-# The deployment kit's e2e test (tests/e2e/test_nginx.py) runs Debian's nginx as a plain
-# process in front of two nodes: installed here when missing (CI runs as root).
-nginx:
+# The deployment kit's tests run Debian's nginx as a plain process in front of two nodes
+# (tests/e2e/test_nginx.py) and check the systemd units with systemd-analyze
+# (tests/deploy/): installed here when missing (CI runs as root).
+deploy-tools:
 	test -x /usr/sbin/nginx || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y nginx)
+	test -x /usr/bin/systemd-analyze || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y systemd)
 
 # Re-resolve the lock after changing pyproject.toml dependencies.
 lock:

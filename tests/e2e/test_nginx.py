@@ -48,7 +48,7 @@ Cluster = tuple[tuple[RunnelServer, RunnelServer], str]
 
 @pytest.fixture
 def cluster(database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    assert NGINX.exists(), "nginx is missing: `make nginx` installs it"
+    assert NGINX.exists(), "nginx is missing: `make deploy-tools` installs it"
     with two_nodes(database, tmp_path_factory, NODE_ENV, NODE_ENV) as nodes, \
             running_nginx([node.url.removeprefix("http://") for node in nodes],
                           tmp_path_factory.mktemp("nginx")) as proxy:
