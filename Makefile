@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test lint lock bench clean browser deploy-tools
+.PHONY: install run test lint lock bench clean browser deploy-tools fuzz chaos
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -40,9 +40,33 @@ deploy-tools:
 	test -x /usr/sbin/nginx || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y nginx)
 	test -x /usr/bin/systemd-analyze || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y systemd)
 
+# The long fuzz run (ADR 0026): schemathesis with FUZZ_EXAMPLES cases per operation, then
+# each atheris target for FUZZ_SECONDS, its corpus kept in .fuzz/<target> between runs;
+# a crash leaves its input in .fuzz/ and stops the run.
+FUZZ_SECONDS ?= 300
+FUZZ_EXAMPLES ?= 1000
+FUZZ_TARGETS := cursor last_event_id request_body definition record_payload base64_rule
+# The fault suite at length: each fault under CHAOS_SECONDS of load, one table row each
+# (`make test` runs the same faults for a few seconds).
+CHAOS_SECONDS ?= 30
+chaos: install
+	@RUNNEL_CHAOS_SECONDS=$(CHAOS_SECONDS) $(BIN)/pytest -s -p no:randomly \
+	  tests/chaos/test_faults.py > .chaos.log 2>&1; status=$$?; \
+	  grep -E '^\| ' .chaos.log | awk '!(/^\| (fault|---)/ && seen[$$0]++)'; \
+	  tail -1 .chaos.log; exit $$status
+
+fuzz: install
+	RUNNEL_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -x tests/fuzz/test_schemathesis.py
+	@for target in $(FUZZ_TARGETS); do \
+	  mkdir -p .fuzz/$$target && \
+	  echo "fuzzing $$target for $(FUZZ_SECONDS) s" && \
+	  $(BIN)/python -m tests.fuzz.run $$target .fuzz/$$target -max_total_time=$(FUZZ_SECONDS) \
+	    -artifact_prefix=.fuzz/ -print_final_stats=1 || exit 1; \
+	done
+
 # Re-resolve the lock after changing pyproject.toml dependencies.
 lock:
 	$(BIN)/uv pip compile pyproject.toml --extra test --python-version 3.11 -o requirements.lock
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis .fuzz

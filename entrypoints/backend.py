@@ -17,12 +17,15 @@ from adapters.memory.bus import MemoryWakeBus
 from adapters.memory.revoked_tokens import MemoryRevokedTokens
 from adapters.memory.store import MemoryDeliveryOutbox, MemoryStreamStore
 from adapters.memory.subscription_leases import MemorySubscriptionLeases
+from adapters.memory.upkeep import MemoryLeadership, MemoryStorageUpkeep
 from application.ports import (
     DeletionOutbox,
     DeliveryOutbox,
     GapEvidence,
+    Leadership,
     RecordReader,
     RevokedTokens,
+    StorageUpkeep,
     StreamStore,
     SubscriptionLeases,
     WakeBus,
@@ -51,6 +54,10 @@ class Backend:
     """Raises when the store cannot serve (what `/readyz` asks)."""
     notify: Callable[[str], WorkflowWaitService] | None = None
     """A NOTIFY wait service on the given channel (Postgres backends only)."""
+    upkeep: StorageUpkeep | None = None
+    """Bounded removal of what nothing needs any more (ADR 0032)."""
+    leadership: Callable[[], Leadership] | None = None
+    """A new contender for the region's upkeep lead (one per process hosting workers)."""
 
 
 async def _always_ready() -> None:
@@ -72,7 +79,8 @@ def memory_backend() -> Backend:
     store = MemoryStreamStore(bus, outbox)
     return Backend(store=store, reader=store, gaps=store, bus=bus, outbox=outbox,
                    deletions=store.deletions, leases=MemorySubscriptionLeases(),
-                   revoked=MemoryRevokedTokens(), probe=_always_ready)
+                   revoked=MemoryRevokedTokens(), probe=_always_ready,
+                   upkeep=MemoryStorageUpkeep(store, outbox), leadership=MemoryLeadership)
 
 
 @asynccontextmanager
@@ -96,6 +104,7 @@ async def _postgres_backend(dsn: str, settings: Settings) -> AsyncIterator[Backe
     wait on the database is bounded. Without `auto_migrate`, the database must already be
     at this binary's schema."""
     from adapters.postgres import open_postgres
+    from adapters.postgres.leadership import PostgresLeadership
     from adapters.postgres.migrations import ensure_current, schema_state
     from adapters.postgres.wait_notify import PostgresNotifyWaitService
 
@@ -120,6 +129,9 @@ async def _postgres_backend(dsn: str, settings: Settings) -> AsyncIterator[Backe
         yield Backend(store=pg.store, reader=pg.reader, gaps=pg.gaps, bus=pg.bus,
                       outbox=pg.outbox, deletions=pg.deletions, leases=pg.leases,
                       revoked=pg.revoked, probe=probe,
-                      notify=lambda channel: PostgresNotifyWaitService(pg.pool, channel))
+                      notify=lambda channel: PostgresNotifyWaitService(pg.pool, channel),
+                      upkeep=pg.upkeep,
+                      leadership=lambda: PostgresLeadership(dsn, settings.region,
+                                                            settings.database_bounds()))
     finally:
         await pg.close()
