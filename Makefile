@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test lint lock bench clean browser fuzz chaos
+.PHONY: install run test lint lock bench clean browser deploy-tools fuzz chaos
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -25,13 +25,20 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-test: lint browser
+test: lint browser deploy-tools
 	$(BIN)/pytest
 
 # The viewer test drives Debian's chromium (through Playwright's `executable_path`,
 # never `playwright install`): installed here when missing (CI runs as root).
 browser:
 	test -x /usr/bin/chromium || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
+
+# The deployment kit's tests run Debian's nginx as a plain process in front of two nodes
+# (tests/e2e/test_nginx.py) and check the systemd units with systemd-analyze
+# (tests/deploy/): installed here when missing (CI runs as root).
+deploy-tools:
+	test -x /usr/sbin/nginx || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y nginx)
+	test -x /usr/bin/systemd-analyze || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y systemd)
 
 # The long fuzz run (ADR 0026): schemathesis with FUZZ_EXAMPLES cases per operation, then
 # each atheris target for FUZZ_SECONDS, its corpus kept in .fuzz/<target> between runs;

@@ -138,7 +138,10 @@ def _serve(args: argparse.Namespace) -> int:
     config = uvicorn.Config(
         create_asgi_app(settings, budget, draining), host=args.host, port=args.port,
         lifespan="on",
-        log_config=logging_config(settings), access_log=args.access_log, proxy_headers=False,
+        log_config=logging_config(settings), access_log=args.access_log,
+        # Forwarded headers count only from a trusted proxy's connection (ADR 0033).
+        proxy_headers=bool(settings.trusted_proxies),
+        forwarded_allow_ips=list(settings.trusted_proxies),
         server_header=False, timeout_graceful_shutdown=int(settings.shutdown_grace_seconds),
         http=bounded_protocol(budget), ws="none",
         timeout_keep_alive=settings.idle_timeout_seconds,  # type: ignore[arg-type]

@@ -8,10 +8,11 @@ no JWT secret means one generated once and kept in `DATA_DIR/jwt-secret`, so
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     BaseModel,
@@ -22,7 +23,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from adapters.postgres.pool import DatabaseBounds
 from application.maintenance import UpkeepSettings
@@ -30,6 +31,7 @@ from application.node import NodeSettings
 from client.webhooks import webhook_key
 from domain.credit_ceilings import INT64_MAX, CreditCeilings
 from domain.definition import MAX_OPEN_OBJECTS_CEILING, MAX_UNREAD_ITEMS_CEILING
+from entrypoints.trusted_proxies import parse_networks
 
 JWT_SECRET_FILE = "jwt-secret"
 MIN_WEBHOOK_KEY_BYTES = 32
@@ -140,6 +142,11 @@ class Settings(BaseSettings):
     max_connections_per_address: int = Field(100, gt=0)
     """Open request connections from one client address. Behind a proxy every connection has
     the proxy's address: raise it to the proxy's upstream connection count (ADR 0021)."""
+    trusted_proxies: Annotated[tuple[str, ...], NoDecode] = ()
+    """Reverse proxies in front of this node: addresses or networks, comma-separated or a
+    JSON list (`10.0.0.5,10.1.0.0/16`). A connection from one is held to `max_connections` only,
+    not to `max_connections_per_address`, and its `X-Forwarded-For` names the client. Empty:
+    nobody is trusted and forwarded headers are ignored (ADR 0033)."""
     max_sse_connections: int = Field(2000, gt=0)
     """Open event streams (subscriptions) on this node, outside `max_connections`."""
     header_timeout_seconds: float = Field(10.0, gt=0)
@@ -232,6 +239,21 @@ class Settings(BaseSettings):
         problem = None if value is None else secret_problem(value.get_secret_value())
         if problem is not None:
             raise ValueError(problem)
+        return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxies_are_networks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return parse_networks(value)
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _proxies_from_text(cls, value: object) -> object:
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                return json.loads(text)
+            return tuple(item for item in text.split(",") if item.strip())
         return value
 
     @field_validator("wait_service", mode="before")

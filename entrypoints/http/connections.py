@@ -10,7 +10,9 @@ Rules:
   is answered a short 503 problem `too_many_connections` (`Retry-After: 1`)
   and closed without reading a request: once the client closes, after
   `REFUSAL_LINGER_SECONDS`, or at once while `MAX_LINGERING` refusals linger.
-  Refused connections never count against a cap.
+  Refused connections never count against a cap. A connection whose peer is a
+  trusted proxy (`trusted_proxies`, ADR 0033) is held to `max_connections`
+  only: it carries many clients, and the proxy limits per client.
 - The head of a request (request line and headers) is counted as it arrives:
   past `max_head_bytes` the connection is answered 431 `headers_too_large`
   and closed. Nothing past the bound is buffered beyond one read.
@@ -48,6 +50,7 @@ from prometheus_client.registry import Collector
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from entrypoints.settings import Settings
+from entrypoints.trusted_proxies import TrustedProxies
 
 Pool = Literal["request", "stream"]
 SUBSCRIBE_SUFFIX = "/subscribe"
@@ -69,6 +72,7 @@ class ConnectionLimits:
     body_timeout: float
     min_body_rate: float
     idle_timeout: float
+    trusted_proxies: tuple[str, ...] = ()
 
 
 def connection_limits(settings: Settings) -> ConnectionLimits:
@@ -82,7 +86,8 @@ def connection_limits(settings: Settings) -> ConnectionLimits:
         header_timeout=settings.header_timeout_seconds,
         body_timeout=settings.body_timeout_seconds,
         min_body_rate=settings.min_body_bytes_per_second,
-        idle_timeout=settings.idle_timeout_seconds)
+        idle_timeout=settings.idle_timeout_seconds,
+        trusted_proxies=settings.trusted_proxies)
 
 
 class ConnectionBudget:
@@ -90,6 +95,7 @@ class ConnectionBudget:
 
     def __init__(self, limits: ConnectionLimits) -> None:
         self.limits = limits
+        self.proxies = TrustedProxies(limits.trusted_proxies)
         self.requests = 0
         self.streams = 0
         self.lingering = 0
@@ -102,6 +108,9 @@ class ConnectionBudget:
         if self.requests >= self.limits.max_connections:
             self.refused["connections"] += 1
             return False
+        if address in self.proxies:
+            self.requests += 1  # a proxy: only the global cap applies
+            return True
         if self._by_address[address] >= self.limits.max_per_address:
             self.refused["address"] += 1
             return False
@@ -122,7 +131,8 @@ class ConnectionBudget:
         """Back into the request pool once its stream ended (never refused: it is open)."""
         self.streams -= 1
         self.requests += 1
-        self._by_address[address] += 1
+        if address not in self.proxies:
+            self._by_address[address] += 1
 
     def release(self, address: str, pool: Pool) -> None:
         if pool == "stream":
@@ -132,6 +142,8 @@ class ConnectionBudget:
 
     def _leave_requests(self, address: str) -> None:
         self.requests -= 1
+        if address in self.proxies:
+            return
         self._by_address[address] -= 1
         if self._by_address[address] <= 0:
             del self._by_address[address]
