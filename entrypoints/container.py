@@ -86,6 +86,10 @@ async def running(container: Container) -> AsyncIterator[RunnelService]:
         if wait_service is None and settings.workers:
             log.warning("RUNNEL_WAIT_SERVICE is not set: input records stay pending until a "
                         "node with a wait service delivers them")
+        metrics: Metrics = container.metrics()
+        for collector in backend.collectors:
+            metrics.registry.register(collector)
+            stack.callback(metrics.registry.unregister, collector)
         container.backend.override(providers.Object(backend))
         container.object_store.override(providers.Object(objects))
         container.wait_service.override(providers.Object(wait_service))
@@ -93,7 +97,7 @@ async def running(container: Container) -> AsyncIterator[RunnelService]:
         service: RunnelService = container.service()
         stack.push_async_callback(service.follower.close)
         if settings.workers:
-            await stack.enter_async_context(background_workers(service, settings))
+            await stack.enter_async_context(background_workers(service, settings, metrics))
         yield service
 
 

@@ -146,6 +146,11 @@ class Settings(BaseSettings):
     the idle timeout of a proxy in front (ADR 0021)."""
     workers: bool = True
     """Run the background workers in the API process (`runnel serve --no-workers` turns it off)."""
+    worker_metrics_port: int = Field(9464, ge=0, le=65535)
+    """`runnel worker` serves /metrics and /healthz on this port; 0 turns it off (`runnel
+    serve` has its own /metrics)."""
+    worker_metrics_host: str = "127.0.0.1"
+    """The address of `runnel worker`'s metrics port (`0.0.0.0` for a scraper elsewhere)."""
     wait_service: Literal["none", "webhook", "notify", "memory"] | None = None
     """Where input events go: `webhook` POSTs each to `webhook_url` (delivered: the receiver
     answered 2xx); `notify` sends each as a Postgres NOTIFY on `notify_channel` (published:

@@ -12,6 +12,9 @@ ports (leases and row locks in Postgres), so any number of nodes may run the
 same workers. On a node whose region is fenced (ADR 0016) every sweep that would
 write is refused; the loops keep running, say so once, and resume by themselves
 once the region is unfenced.
+
+Every sweep is measured, by worker name: its duration (failed or not), its
+failures, and when the last one succeeded (a fenced sweep is neither).
 """
 
 from __future__ import annotations
@@ -20,12 +23,14 @@ import asyncio
 import logging
 import os
 import socket
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from application.service import RunnelService
 from domain.errors import RegionFenced
+from entrypoints.metrics import Metrics
 from entrypoints.settings import Settings
 
 log = logging.getLogger("runnel.workers")
@@ -66,23 +71,32 @@ def workers(service: RunnelService, settings: Settings, me: str) -> tuple[Worker
     )
 
 
-async def every(worker: Worker) -> None:
+async def every(worker: Worker, metrics: Metrics) -> None:
     """Run the worker's sweep forever: again at once after a full batch, else after its
     pause; an error is logged and the loop goes on (a fence once, not every tick)."""
     fenced = False
+    duration = metrics.sweep_seconds.labels(worker.name)
+    errors = metrics.sweep_errors.labels(worker.name)
+    success = metrics.sweep_success.labels(worker.name)
     while True:
         handled = 0
+        started = time.perf_counter()
         try:
             handled = await worker.sweep()
         except asyncio.CancelledError:
             raise
         except RegionFenced as refusal:
+            duration.observe(time.perf_counter() - started)
             if not fenced:
                 log.warning("worker %s: %s; retrying every tick", worker.name, refusal.detail)
             fenced = True
         except Exception:
+            duration.observe(time.perf_counter() - started)
+            errors.inc()
             log.exception("worker %s: sweep failed; retrying next tick", worker.name)
         else:
+            duration.observe(time.perf_counter() - started)
+            success.set(time.time())
             if fenced and handled:  # a sweep with nothing to do may not have met the fence
                 log.info("worker %s: writing again (the region's fence was lifted)",
                          worker.name)
@@ -92,9 +106,10 @@ async def every(worker: Worker) -> None:
 
 
 @asynccontextmanager
-async def background_workers(service: RunnelService, settings: Settings) -> AsyncIterator[None]:
+async def background_workers(service: RunnelService, settings: Settings,
+                             metrics: Metrics) -> AsyncIterator[None]:
     me = worker_id()
-    tasks = [asyncio.create_task(every(worker), name=worker.name)
+    tasks = [asyncio.create_task(every(worker, metrics), name=worker.name)
              for worker in workers(service, settings, me)]
     log.info("workers started as %s: %s", me, ", ".join(task.get_name() for task in tasks))
     try:

@@ -7,6 +7,7 @@ import asyncio
 
 import pytest
 
+from entrypoints.metrics import Metrics
 from entrypoints.workers import Worker, every
 
 GUARD_SECONDS = 10.0  # only a guard against a hanging test; no test asserts on time
@@ -25,7 +26,7 @@ async def test_a_failing_sweep_is_logged_and_the_loop_goes_on(
             third.set()
         return 0
 
-    task = asyncio.create_task(every(Worker("flaky", sweep, 10, 0.0)))
+    task = asyncio.create_task(every(Worker("flaky", sweep, 10, 0.0), Metrics()))
     await asyncio.wait_for(third.wait(), GUARD_SECONDS)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -46,7 +47,7 @@ async def test_a_full_batch_runs_again_without_waiting_for_the_pause() -> None:
         return results[len(calls) - 1] if len(calls) <= len(results) else 0
 
     # A pause no test sits through: only the backlog rule reaches the third call.
-    task = asyncio.create_task(every(Worker("backlog", sweep, 10, 3600.0)))
+    task = asyncio.create_task(every(Worker("backlog", sweep, 10, 3600.0), Metrics()))
     try:
         await asyncio.wait_for(third.wait(), GUARD_SECONDS)
         for _ in range(10):
