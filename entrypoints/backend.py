@@ -124,7 +124,7 @@ async def _postgres_backend(dsn: str, settings: Settings) -> AsyncIterator[Backe
         if pg.bus.listen_connections == 0:
             raise NodeUnready("the LISTEN connection is down (readers would miss wakes)")
 
-    metrics = PostgresMetrics(pg)
+    metrics = PostgresMetrics(pg, store_figures=settings.metrics_store_figures)
     try:
         yield Backend(store=pg.store, reader=pg.reader, gaps=pg.gaps, bus=pg.bus,
                       outbox=pg.outbox, deletions=pg.deletions, leases=pg.leases,

@@ -146,12 +146,15 @@ class StoreFiguresCollector(Collector):
 
 
 class PostgresMetrics:
-    """Everything a Postgres backend adds to a node's registry."""
+    """Everything a Postgres backend adds to a node's registry; without `store_figures`,
+    the node reads no store figure (every node reports the same ones: a few suffice)."""
 
-    def __init__(self, pg: PostgresAdapters) -> None:
-        self.collectors: tuple[Collector, ...]
-        self._store = StoreFiguresCollector(StoreGauges(pg.pool))
-        self.collectors = (PostgresCollector(pg), self._store)
+    def __init__(self, pg: PostgresAdapters, store_figures: bool = True) -> None:
+        self._store = StoreFiguresCollector(StoreGauges(pg.pool)) if store_figures else None
+        self.collectors: tuple[Collector, ...] = (
+            (PostgresCollector(pg),) if self._store is None
+            else (PostgresCollector(pg), self._store))
 
     async def refresh(self, timeout: float) -> None:
-        await self._store.refresh(timeout)
+        if self._store is not None:
+            await self._store.refresh(timeout)

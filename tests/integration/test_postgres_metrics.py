@@ -214,3 +214,15 @@ async def test_a_store_that_does_not_answer_gives_nan_never_a_stale_figure(
         assert await scraped.value("runnel_consumer_lag_max") == 0
     finally:
         await adapters.close()
+
+
+async def test_a_node_told_not_to_read_the_store_figures_exports_none_of_them(
+        pg_adapters: PostgresAdapters) -> None:  # noqa: F811
+    metrics = PostgresMetrics(pg_adapters, store_figures=False)
+    registry = CollectorRegistry()
+    for collector in metrics.collectors:
+        registry.register(collector)
+    await metrics.refresh(5.0)
+    assert registry.get_sample_value("runnel_consumer_lag_max") is None
+    assert registry.get_sample_value("runnel_outbox_depth", {"outbox": "body_deletions"}) is None
+    assert registry.get_sample_value("runnel_listen_connected") == 1
