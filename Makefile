@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test lint lock bench clean browser
+.PHONY: install run test lint lock bench clean browser fuzz
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -33,9 +33,24 @@ test: lint browser
 browser:
 	test -x /usr/bin/chromium || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
 
+# The long fuzz run (ADR 0026): schemathesis with FUZZ_EXAMPLES cases per operation, then
+# each atheris target for FUZZ_SECONDS, its corpus kept in .fuzz/<target> between runs;
+# a crash leaves its input in .fuzz/ and stops the run.
+FUZZ_SECONDS ?= 300
+FUZZ_EXAMPLES ?= 1000
+FUZZ_TARGETS := cursor last_event_id request_body definition record_payload base64_rule
+fuzz: install
+	RUNNEL_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -x tests/fuzz/test_schemathesis.py
+	@for target in $(FUZZ_TARGETS); do \
+	  mkdir -p .fuzz/$$target && \
+	  echo "fuzzing $$target for $(FUZZ_SECONDS) s" && \
+	  $(BIN)/python -m tests.fuzz.run $$target .fuzz/$$target -max_total_time=$(FUZZ_SECONDS) \
+	    -artifact_prefix=.fuzz/ -print_final_stats=1 || exit 1; \
+	done
+
 # Re-resolve the lock after changing pyproject.toml dependencies.
 lock:
 	$(BIN)/uv pip compile pyproject.toml --extra test --python-version 3.11 -o requirements.lock
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis .fuzz

@@ -14,6 +14,7 @@ from domain.identifiers import StreamKey
 from domain.object_intent import LIVE_STATES, WITH_BODY
 from domain.principal import Principal, Scope
 from domain.residency import ensure_may_write_here
+from domain.text import is_storable
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,7 @@ class ErasureReport:
 
 HOLD_DRAIN_POLL_SECONDS = 0.05
 """How often placing a hold looks again for deletions of its stream under way."""
+HOLD_REASON_MAX_LENGTH = 1000
 
 
 class StreamLifecycle:
@@ -57,8 +59,10 @@ class StreamLifecycle:
         right now, and the hold waits for it (at most one lease), so that from the
         answer on nothing of the stream is deleted."""
         principal.require_scope(Scope.ADMIN)
-        if reason is not None and len(reason) > 1000:
-            raise InvalidRecord("reason must be at most 1000 characters")
+        if reason is not None and (len(reason) > HOLD_REASON_MAX_LENGTH
+                                   or not is_storable(reason)):
+            raise InvalidRecord(f"reason must be at most {HOLD_REASON_MAX_LENGTH} characters "
+                                "of storable text", field="reason")
         key = stream_key(principal, run_id, stream_id)
         stream = await load_stream(self._store, key)
         ensure_may_write_here(stream.definition.placement, self._node.region)

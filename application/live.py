@@ -17,6 +17,7 @@ from domain.records import Draft
 from domain.stream import Stream
 
 MAX_CHUNKS_PER_REQUEST = 1000
+SOURCE_MAX_LENGTH = 128
 
 
 class LivePublishing:
@@ -37,8 +38,9 @@ class LivePublishing:
         without it the chunks count from 0 and have no position (each is new)."""
         if not isinstance(chunks, list) or not 0 < len(chunks) <= MAX_CHUNKS_PER_REQUEST:
             raise InvalidRecord(f"chunks must be a list of 1-{MAX_CHUNKS_PER_REQUEST} items")
-        if source is not None and (not isinstance(source, str) or not 0 < len(source) <= 128):
-            raise InvalidRecord("source must be a string of 1-128 chars")
+        if source is not None and (not isinstance(source, str)
+                                   or not 0 < len(source) <= SOURCE_MAX_LENGTH):
+            raise InvalidRecord(f"source must be a string of 1-{SOURCE_MAX_LENGTH} chars")
         if attempt is not None and (not isinstance(attempt, int) or attempt < 1):
             raise InvalidRecord("attempt must be a positive integer")
         key = stream_key(principal, run_id, stream_id)

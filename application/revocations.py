@@ -19,6 +19,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from application.background import running_in_background
 from application.ports import Clock, RevokedTokens
 
 log = logging.getLogger("runnel.revocations")
@@ -53,15 +54,12 @@ class RevocationList:
         self._loop = asyncio.get_running_loop()
         revoked.watch(self._ring)
         await self.read(revoked, clock)
-        task = asyncio.create_task(self._refresh(revoked, clock, refresh_seconds),
-                                   name="runnel-revocations")
         try:
-            yield self
+            async with running_in_background(self._refresh(revoked, clock, refresh_seconds),
+                                             "runnel-revocations"):
+                yield self
         finally:
             self._loop = None
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
     def _ring(self) -> None:
         loop = self._loop

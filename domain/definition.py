@@ -8,9 +8,17 @@ filled by `build_definition`, so a stored definition is always complete.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from domain.content_class import (
     FORBIDDEN_CONTENT_CLASSES,
@@ -24,8 +32,9 @@ from domain.credit_ceilings import (
     ensure_within_ceilings,
 )
 from domain.errors import ConsumerNotFound, InvalidDefinition
-from domain.identifiers import validate_id
+from domain.identifiers import id_json_schema, validate_id
 from domain.redaction import parse_pointer
+from domain.text import first_unstorable
 
 __all__ = ["FORBIDDEN_CONTENT_CLASSES", "StreamDefinition", "build_definition"]
 
@@ -34,6 +43,13 @@ MAX_UNREAD_ITEMS_CEILING = 100_000
 MAX_OPEN_OBJECTS_CEILING = 10_000
 MAX_CONSUMERS = 64
 MAX_CONSUMER_PRINCIPALS = 64
+PRINCIPAL_MAX_LENGTH = 256
+
+Id = Annotated[str, WithJsonSchema(id_json_schema())]
+"""An id field. Its validator calls `validate_id` (400 `invalid_identifier`); the annotation
+only publishes the same rule in the JSON Schema."""
+PrincipalName = Annotated[str, WithJsonSchema(
+    {"type": "string", "minLength": 1, "maxLength": PRINCIPAL_MAX_LENGTH})]
 
 
 def _each(value: Any, check: Callable[[Any], object]) -> Any:
@@ -53,8 +69,8 @@ def _pointer(entry: Any) -> None:
 
 
 def _principal(entry: Any) -> None:
-    if not isinstance(entry, str) or not 0 < len(entry) <= 256:
-        raise ValueError("principals must be strings of 1-256 chars")
+    if not isinstance(entry, str) or not 0 < len(entry) <= PRINCIPAL_MAX_LENGTH:
+        raise ValueError(f"principals must be strings of 1-{PRINCIPAL_MAX_LENGTH} chars")
 
 
 class _Pins(BaseModel):
@@ -92,11 +108,12 @@ class RedactionPins(_Pins):
 
 
 class PlacementPins(_Pins):
-    metadata_home: str
-    metadata_replicas: tuple[str, ...] = ()
-    object_regions: tuple[str, ...]
-    client_egress_regions: tuple[str, ...]
-    log_region: str
+    metadata_home: Id
+    metadata_replicas: tuple[Id, ...] = ()
+    # Checked by `_regions` (the message names the field); the extra only publishes it.
+    object_regions: tuple[Id, ...] = Field(json_schema_extra={"minItems": 1})
+    client_egress_regions: tuple[Id, ...] = Field(json_schema_extra={"minItems": 1})
+    log_region: Id
 
     @field_validator("metadata_replicas", "object_regions", "client_egress_regions", mode="before")
     @classmethod
@@ -130,8 +147,9 @@ class AuthorizationPins(_Pins):
 class ConsumerPin(_Pins):
     """A declared consumer that only the listed principals (token subjects) may ack."""
 
-    id: str
-    principals: tuple[str, ...] = Field(min_length=1, max_length=MAX_CONSUMER_PRINCIPALS)
+    id: Id
+    principals: tuple[PrincipalName, ...] = Field(min_length=1,
+                                                  max_length=MAX_CONSUMER_PRINCIPALS)
 
     @field_validator("id")
     @classmethod
@@ -144,7 +162,7 @@ class ConsumerPin(_Pins):
         return _each(value, _principal)
 
 
-ConsumerDeclaration = str | ConsumerPin
+ConsumerDeclaration = Id | ConsumerPin
 """A plain id (any of the stream's readers may ack it) or a `ConsumerPin`."""
 
 
@@ -165,7 +183,7 @@ def _declaration(value: Any) -> Any:
 class StreamDefinition(_Pins):
     """The complete, immutable definition of one stream."""
 
-    stream_id: str
+    stream_id: Id
     direction: Literal["output", "input"] = "output"
     mode: Literal["durable", "best_effort"] = "durable"
     content_class: str = Field(min_length=1, max_length=128)
@@ -174,7 +192,8 @@ class StreamDefinition(_Pins):
     redaction: RedactionPins = RedactionPins()
     placement: PlacementPins
     authorization: AuthorizationPins = AuthorizationPins()
-    consumers: tuple[ConsumerDeclaration, ...] = ()
+    consumers: tuple[ConsumerDeclaration, ...] = Field(
+        (), json_schema_extra={"maxItems": MAX_CONSUMERS, "uniqueItems": True})
 
     @field_validator("consumers", mode="before")
     @classmethod
@@ -251,6 +270,10 @@ def build_definition(raw: dict[str, Any], node_region: str,
         raise InvalidDefinition("definition must be a JSON object")
     # Checked before anything else so the forbidden class wins over any other error.
     refuse_forbidden(raw.get("content_class"))
+    where = first_unstorable(raw)
+    if where is not None:
+        raise InvalidDefinition(f"{where or 'definition'}: text may not contain U+0000 or "
+                                "lone surrogates", field=where or "definition")
     filled = dict(raw)
     if "content_class" in filled:
         filled["content_class"] = normalize_content_class(filled["content_class"])

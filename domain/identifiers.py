@@ -8,15 +8,29 @@ from uuid import UUID, uuid5
 
 from domain.errors import InvalidIdentifier
 
-_ID_PATTERN = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+ID_ALPHABET = "A-Za-z0-9._:-"
+"""The characters of an id, as a regular-expression class body."""
+ID_MAX_LENGTH = 128
+RESERVED_IDS = (".", "..")
+"""Ids become path segments of object keys, where these two would mean something else."""
+ID_REGEX = f"^[{ID_ALPHABET}]{{1,{ID_MAX_LENGTH}}}$"
+_ID_PATTERN = re.compile(ID_REGEX)
 _NAMESPACE = UUID("6f1c3a52-2d0e-4c55-9a7b-52c1f0f0e6a1")
+OBJECT_ID_REGEX = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+"""How the server spells the object ids it derives (`object_intent_id`); any other id names
+no object."""
+
+
+def id_json_schema() -> dict[str, object]:
+    """The JSON Schema of an id: what `validate_id` accepts, for the published API document."""
+    return {"type": "string", "minLength": 1, "maxLength": ID_MAX_LENGTH, "pattern": ID_REGEX,
+            "not": {"enum": list(RESERVED_IDS)}}
 
 
 def validate_id(value: str, what: str) -> str:
-    """An id is 1–128 chars of `[A-Za-z0-9._:-]`, and not `.` or `..` (ids become path
-    segments of object keys, where those two would mean something else)."""
+    """An id is 1–128 chars of `[A-Za-z0-9._:-]`, and not `.` or `..` (`RESERVED_IDS`)."""
     if (not isinstance(value, str) or _ID_PATTERN.fullmatch(value) is None
-            or value in (".", "..")):
+            or value in RESERVED_IDS):
         raise InvalidIdentifier(f"{what} must be 1-128 characters of [A-Za-z0-9._:-]", field=what)
     return value
 

@@ -19,7 +19,9 @@ MEDIA_TYPE_MAX_CHARS = 255
 _TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
 _QUOTED = r'"(?:[\t !#-\[\]-~]|\\[\t -~])*"'
 _PARAMETER = rf"[ \t]*;[ \t]*{_TOKEN}=(?:{_TOKEN}|{_QUOTED})"
-_MEDIA_TYPE = re.compile(rf"{_TOKEN}/{_TOKEN}(?:{_PARAMETER})*")
+MEDIA_TYPE_REGEX = rf"^{_TOKEN}/{_TOKEN}(?:{_PARAMETER})*$"
+"""The rule as one pattern, also published in the OpenAPI document (ADR 0026)."""
+_MEDIA_TYPE = re.compile(MEDIA_TYPE_REGEX)
 
 
 def is_media_type(value: Any) -> bool:

@@ -34,9 +34,11 @@ from domain.errors import (
 from domain.identifiers import StreamKey, object_intent_id
 from domain.media_type import validate_media_type
 from domain.principal import Principal
-from domain.records import OBJECT_MAX_BYTES, ObjectRef
+from domain.records import IDEMPOTENCY_KEY_MAX, OBJECT_MAX_BYTES, ObjectRef
+from domain.text import is_storable
 
-_SHA256 = re.compile(r"[0-9a-f]{64}")
+SHA256_REGEX = "^[0-9a-f]{64}$"
+_SHA256 = re.compile(SHA256_REGEX)
 
 
 class IntentState(StrEnum):
@@ -72,8 +74,13 @@ class ObjectPins:
     schema: str | None = None
 
     def validate(self) -> ObjectPins:
-        if not 0 < len(self.idempotency_key) <= 200:
-            raise InvalidRecord("idempotency_key must be 1-200 chars")
+        for name in ("idempotency_key", "content_type", "schema"):
+            value = getattr(self, name)
+            if value is not None and not is_storable(value):
+                raise InvalidRecord(f"{name} may not contain U+0000 or lone surrogates",
+                                    field=name)
+        if not 0 < len(self.idempotency_key) <= IDEMPOTENCY_KEY_MAX:
+            raise InvalidRecord(f"idempotency_key must be 1-{IDEMPOTENCY_KEY_MAX} chars")
         if _SHA256.fullmatch(self.sha256) is None:
             raise InvalidRecord("sha256 must be 64 lowercase hex characters")
         if self.size < 0:

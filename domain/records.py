@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,10 +12,15 @@ from domain.errors import InvalidRecord, TooLarge
 from domain.live_chunk import compact_json
 from domain.media_type import validate_media_type
 from domain.redaction import redact
+from domain.text import is_storable
 
 INLINE_MAX_BYTES = 64 * 1024
 OBJECT_MAX_BYTES = 32 * 1024 * 1024
 IDEMPOTENCY_KEY_MAX = 200
+BASE64_REGEX = "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
+"""Canonical padded base64: the rule for `data`, checked before decoding and published as
+is. The decoder alone also takes excess padding (`AAAA==`), which no encoder writes."""
+_BASE64 = re.compile(BASE64_REGEX)
 
 
 @dataclass(frozen=True)
@@ -52,8 +58,10 @@ def draft_from_wire(item: Any, mask: tuple[str, ...]) -> Draft:
     if unknown:
         raise InvalidRecord(f"unknown record fields: {sorted(unknown)}")
     key = item.get("idempotency_key")
-    if key is not None and (not isinstance(key, str) or not 0 < len(key) <= IDEMPOTENCY_KEY_MAX):
-        raise InvalidRecord(f"idempotency_key must be a string of 1-{IDEMPOTENCY_KEY_MAX} chars")
+    if key is not None and (not isinstance(key, str) or not 0 < len(key) <= IDEMPOTENCY_KEY_MAX
+                            or not is_storable(key)):
+        raise InvalidRecord(f"idempotency_key must be a string of 1-{IDEMPOTENCY_KEY_MAX} chars",
+                            field="idempotency_key")
     content_type = item.get("content_type")
     if content_type is not None:
         validate_media_type(content_type)
@@ -70,10 +78,12 @@ def draft_from_wire(item: Any, mask: tuple[str, ...]) -> Draft:
         raise InvalidRecord("data must be a base64 string")
     if len(encoded) > (INLINE_MAX_BYTES * 4) // 3 + 4:
         raise TooLarge(f"inline record exceeds {INLINE_MAX_BYTES} bytes", limit=INLINE_MAX_BYTES)
+    if _BASE64.fullmatch(encoded) is None:
+        raise InvalidRecord("data is not valid base64", field="data")
     try:
         data = base64.b64decode(encoded, validate=True)
     except (binascii.Error, ValueError):
-        raise InvalidRecord("data is not valid base64") from None
+        raise InvalidRecord("data is not valid base64", field="data") from None
     _check_inline(len(data))
     return Draft(content_type or "application/octet-stream", len(data), data=data,
                  idempotency_key=key)

@@ -28,6 +28,7 @@ from typing import Any
 import httpx
 import jwt
 
+from application.background import running_in_background
 from entrypoints.settings import ConfigurationError
 
 log = logging.getLogger("runnel.jwks")
@@ -120,14 +121,11 @@ class CachedUrlKeys:
         """Fetch once (the node serves only after), then keep refreshing until exit."""
         self._loop = asyncio.get_running_loop()
         await self._refresh()
-        task = asyncio.create_task(self._refresh_forever(), name="runnel-jwks")
         try:
-            yield self
+            async with running_in_background(self._refresh_forever(), "runnel-jwks"):
+                yield self
         finally:
             self._loop = None
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
 
     async def _refresh_forever(self) -> None:
         loop = asyncio.get_running_loop()

@@ -28,6 +28,7 @@ from entrypoints.http.disconnects import client_disconnects
 from entrypoints.http.draining import Draining
 from entrypoints.http.handlers.operations import Probe, Scrape
 from entrypoints.http.limits import header_limit
+from entrypoints.http.openapi import PublishedRules
 from entrypoints.http.problems import problem_response
 from entrypoints.http.referrer import no_referrer
 from entrypoints.http.routes import api_router, operation_handlers
@@ -104,6 +105,7 @@ def create_app(settings: Settings, container: Container | None = None,
                     client_disconnects(metrics)],
         request_max_body_size=settings.max_body_bytes,
         lifespan=[lifespan],
+        plugins=[PublishedRules()],
         openapi_config=OpenAPIConfig(
             title="Runnel", version=version("runnel"), description=DESCRIPTION, path="/schema",
             render_plugins=api_docs_plugins(), openapi_router=api_docs_router(),

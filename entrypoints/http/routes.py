@@ -14,6 +14,7 @@ from litestar.openapi.datastructures import ResponseSpec
 
 from application.views import API_PREFIX
 from domain.records import OBJECT_MAX_BYTES
+from entrypoints.http import responses as shapes
 from entrypoints.http.auth import Authenticator, SubscribeAuthenticator
 from entrypoints.http.handlers import (
     consumers,
@@ -27,7 +28,9 @@ from entrypoints.http.handlers import (
 )
 from entrypoints.http.handlers.subscribe import subscribe
 from entrypoints.http.handlers.subscribe_token import mint_subscribe_token
+from entrypoints.http.openapi import RawBodyOperation
 from entrypoints.http.problems import PROBLEM_MEDIA_TYPE
+from entrypoints.http.responses import spec
 from entrypoints.http.sse import release_on_exit
 from entrypoints.settings import Settings
 
@@ -49,12 +52,23 @@ class Problem(msgspec.Struct):
     code: str
 
 
+EVERY_ROUTE = (400, 401, 403, 404, 431, 503)
+"""What any API route may answer: a malformed id or parameter, no or a bad token, a token
+without the scope, an unknown (or another tenant's) run, too large headers, a store that
+does not answer (`store_unavailable`)."""
+
+
 def problems(*statuses: int) -> dict[int, ResponseSpec]:
-    """OpenAPI entries for the problem responses a route may give (and every route's 401)."""
+    """OpenAPI entries for the problem responses a route may give (and `EVERY_ROUTE`'s)."""
     return {status: ResponseSpec(data_container=Problem, media_type=PROBLEM_MEDIA_TYPE,
                                  generate_examples=False,
                                  description=HTTPStatus(status).phrase + " (problem+json)")
-            for status in sorted({401, *statuses})}
+            for status in sorted({*EVERY_ROUTE, *statuses})}
+
+
+def answers(*statuses: int, schema: dict[str, Any]) -> dict[int, ResponseSpec]:
+    """The success responses of a route, all of one shape."""
+    return {status: spec(schema, status) for status in statuses}
 
 
 def api_router(settings: Settings, auth: Authenticator,
@@ -63,24 +77,28 @@ def api_router(settings: Settings, auth: Authenticator,
     handlers: list[HTTPRouteHandler] = [
         post(RUN + "/streams", status_code=201, request_max_body_size=small,
              summary="Create a stream definition", tags=["streams"],
-             responses=problems(400, 403, 409, 410, 413, 421, 422))(streams.create_stream),
+             responses={**answers(200, 201, schema=shapes.stream_view()),
+                        **problems(409, 410, 413, 421, 422)})(streams.create_stream),
         get(RUN + "/streams", summary="List a run's streams", tags=["streams"],
-            responses=problems(400, 403, 404))(
+            responses={**answers(200, schema=shapes.stream_list()), **problems()})(
             streams.list_streams),
         get(STREAM, summary="Read a definition and status", tags=["streams"],
-            responses=problems(400, 403, 404))(
+            responses={**answers(200, schema=shapes.stream_view()), **problems()})(
             streams.get_stream),
         post(STREAM + "/records", status_code=201,
              request_max_body_size=settings.max_append_body_bytes,
              summary="Append records (batch)", tags=["records"],
-             responses=problems(400, 403, 404, 409, 410, 413, 421, 422, 429))(
+             responses={**answers(200, 201, schema=shapes.appended()),
+                        202: spec(shapes.accepted(), 202),
+                        **problems(409, 410, 413, 421, 422, 429, 503)})(
                  records.append_records),
         post(STREAM + "/live", status_code=202,
              request_max_body_size=settings.max_append_body_bytes,
              summary="Publish best-effort live chunks (stored nowhere)", tags=["records"],
-             responses=problems(400, 403, 404, 410, 413, 421, 422))(live.publish_live),
+             responses={**answers(202, schema=shapes.accepted()),
+                        **problems(409, 410, 413, 421, 422)})(live.publish_live),
         get(STREAM + "/records", summary="Read records above a cursor", tags=["records"],
-            responses=problems(400, 403, 404, 410))(
+            responses={**answers(200, schema=shapes.records_page()), **problems(403, 410)})(
             records.read_records),
         get(STREAM + "/subscribe", summary="Follow a stream (Server-Sent Events)",
             tags=["records"], media_type="text/event-stream", middleware=[release_on_exit],
@@ -90,22 +108,27 @@ def api_router(settings: Settings, auth: Authenticator,
                 data_container=str, media_type="text/event-stream", generate_examples=False,
                 description="A text/event-stream of `record`, `live`, `resync` and `end` "
                             "events and `: ping` comments."),
-                       **problems(400, 403, 404, 410, 429)})(subscribe),
+                       **problems(410, 429)})(subscribe),
         post(STREAM + "/subscribe-token", status_code=201, request_max_body_size=small,
              summary="Mint a short-lived subscribe token for `?access_token=`",
-             tags=["records"], responses=problems(400, 403, 404))(mint_subscribe_token),
+             tags=["records"],
+             responses={**answers(201, schema=shapes.subscribe_token()),
+                        **problems(413)})(mint_subscribe_token),
         post(STREAM + "/consumers/{consumer_id:str}/ack", status_code=200,
              request_max_body_size=small, summary="Acknowledge a consumer's progress",
-             tags=["consumers"], responses=problems(400, 403, 404, 409))(consumers.ack),
+             tags=["consumers"], responses={**answers(200, schema=shapes.acked()),
+                                            **problems(409, 413, 421, 503)})(consumers.ack),
         post(STREAM + "/close", status_code=200, request_max_body_size=small,
              summary="Close a stream", tags=["streams"],
-             responses=problems(400, 403, 404, 421))(lifecycle.close_stream),
+             responses={**answers(200, schema=shapes.closed()), **problems(421, 503)})(
+                 lifecycle.close_stream),
         put(STREAM + "/legal-hold", request_max_body_size=small,
             summary="Place or lift a legal hold", tags=["streams"],
-            responses=problems(400, 403, 404))(lifecycle.set_legal_hold),
+            responses={**answers(200, schema=shapes.legal_hold()),
+                       **problems(413, 421, 422, 503)})(lifecycle.set_legal_hold),
         *object_handlers(settings),
         delete(RUN, status_code=200, summary="Erase a run", tags=["runs"],
-               responses=problems(400, 403))(
+               responses={**answers(200, schema=shapes.erased()), **problems(421, 503)})(
             lifecycle.erase_run),
     ]
     return Router(path=API_PREFIX, route_handlers=handlers, security=SECURITY,
@@ -118,32 +141,41 @@ def object_handlers(settings: Settings) -> list[HTTPRouteHandler]:
     return [
         post(OBJECTS, status_code=201, request_max_body_size=small,
              summary="Prepare an object upload", tags=["objects"],
-             responses=problems(400, 403, 404, 409, 410, 413, 421, 422))(
-                 objects.prepare_object),
+             responses={**answers(200, 201, schema=shapes.prepared()),
+                        **problems(409, 410, 413, 421, 422, 503)})(objects.prepare_object),
         put(OBJECT + "/body", status_code=200, request_max_body_size=OBJECT_MAX_BYTES,
+            operation_class=RawBodyOperation,
             summary="Upload an object body (raw bytes, streamed)", tags=["objects"],
-            responses=problems(400, 403, 404, 409, 410, 413, 421, 422, 503))(
-                objects.upload_object),
+            responses={**answers(200, schema=shapes.object_state("uploaded")),
+                       **problems(409, 410, 413, 421, 422, 503)})(objects.upload_object),
         post(OBJECT + "/commit", status_code=201, request_max_body_size=small,
              summary="Commit an uploaded object as a record", tags=["objects"],
-             responses=problems(400, 403, 404, 409, 410, 421, 429, 503))(
-                 objects.commit_object),
+             responses={**answers(200, 201, schema=shapes.committed()),
+                        **problems(409, 410, 421, 429, 503)})(objects.commit_object),
         post(OBJECT + "/abort", status_code=200, request_max_body_size=small,
              summary="Abort an object upload", tags=["objects"],
-             responses=problems(400, 403, 404, 409, 421, 503))(objects.abort_object),
+             responses={**answers(200, schema=shapes.object_state("aborted")),
+                        **problems(409, 421, 503)})(objects.abort_object),
         get(OBJECT, summary="Read an object's state", tags=["objects"],
-            responses=problems(400, 403, 404))(objects.get_object),
+            responses={**answers(200, schema=shapes.object_view()), **problems()})(
+                objects.get_object),
         get(OBJECT + "/body", summary="Download a committed object body (its pinned content "
-            "type)", tags=["objects"], responses=problems(400, 403, 404, 503))(
+            "type)", tags=["objects"],
+            responses={200: ResponseSpec(data_container=bytes, media_type="*/*",
+                                         generate_examples=False,
+                                         description="The body, with its pinned content type"),
+                       **problems(503)})(
                 objects.download_object),
     ]
 
 
 def operation_handlers() -> list[Any]:
     return [
-        get("/healthz", summary="Liveness", tags=["operations"])(operations.healthz),
-        get("/readyz", summary="Readiness (the store answers)", tags=["operations"])(
-            operations.readyz),
+        get("/healthz", summary="Liveness", tags=["operations"],
+            responses=answers(200, schema=shapes.status("ok")))(operations.healthz),
+        get("/readyz", summary="Readiness (the store answers)", tags=["operations"],
+            responses={**answers(200, schema=shapes.status("ready")),
+                       503: problems(503)[503]})(operations.readyz),
         get("/", summary="The web viewer", tags=["operations"], media_type="text/html",
             include_in_schema=False)(viewer.viewer),
         get("/metrics", summary="Prometheus metrics", tags=["operations"],

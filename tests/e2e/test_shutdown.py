@@ -7,31 +7,16 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import threading
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import httpx
 
-from tests.http.raw_sse import drain
+from tests.http.raw_sse import drain, open_stalled_reader
 from tests.http.server import RunnelServer, bearer, token
 
 SUBSCRIBERS = 3
-
-
-def _subscribe(server: RunnelServer, path: str) -> socket.socket:
-    url = urlsplit(server.api + path)
-    sock = socket.create_connection((url.hostname, url.port), timeout=30)
-    sock.sendall(f"GET {url.path} HTTP/1.1\r\nHost: {url.netloc}\r\n"
-                 f"Authorization: Bearer {token()}\r\nAccept: text/event-stream\r\n\r\n"
-                 .encode())
-    head = b""
-    while b"\r\n\r\n" not in head:
-        head += sock.recv(1)
-    assert head.startswith(b"HTTP/1.1 200"), head
-    return sock
 
 
 def _end_frame(received: bytes) -> tuple[dict[str, object], int]:
@@ -52,7 +37,8 @@ def test_sigterm_ends_every_subscription_with_a_frame_after_the_prestop_delay(
         assert created.status_code == 201
         httpx.post(server.api + "/runs/r/streams/s/records", headers=headers,
                    json={"records": [{"payload": n} for n in range(3)]})
-        readers = [_subscribe(server, "/runs/r/streams/s/subscribe") for _ in range(SUBSCRIBERS)]
+        readers = [open_stalled_reader(server, "/runs/r/streams/s/subscribe")
+                   for _ in range(SUBSCRIBERS)]
         received: list[bytes] = [b""] * SUBSCRIBERS
 
         def read(index: int) -> None:

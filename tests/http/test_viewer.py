@@ -55,9 +55,17 @@ async def wait_for_count(page: Page, n: int) -> None:
         timeout=GUARD_MS)
 
 
+def _graceful_restart(server: RestartableServer) -> None:
+    """SIGTERM (the stream ends with reason `shutdown`, ADR 0029), then a start."""
+    server.stop()
+    server.start()
+
+
+@pytest.mark.parametrize("restart", [RestartableServer.restart, _graceful_restart],
+                         ids=["crash", "graceful"])
 async def test_the_viewer_follows_across_a_server_restart(own_server: RestartableServer,
                                                           browser: Browser,
-                                                          run_id: str) -> None:
+                                                          run_id: str, restart: Any) -> None:
     secret = token()
     async with httpx.AsyncClient(base_url=own_server.api, headers=bearer(secret),
                                  timeout=30) as api:
@@ -77,7 +85,7 @@ async def test_the_viewer_follows_across_a_server_restart(own_server: Restartabl
         await append(api, run_id, "s", ["after-3", "after-4", "after-5"])
         await wait_for_count(page, 5)
 
-        await asyncio.to_thread(own_server.restart)
+        await asyncio.to_thread(restart, own_server)
         await append(api, run_id, "s", ["restarted-6", "restarted-7"])
         await wait_for_count(page, 7)
         await page.wait_for_function(

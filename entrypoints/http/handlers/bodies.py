@@ -3,7 +3,8 @@
 A body that does not have this shape (wrong types, unknown fields) is 400
 `invalid_request`; a well-shaped body a rule refuses is 422 with the rule's
 `invalid_…` code. The stream definition and the records inside an append are
-validated by the domain, field by field, so they are only typed as objects here.
+validated by the domain, field by field, so they are only typed as objects here; their
+real rules are published (`Published`, ADR 0026) from the same constants and models.
 """
 
 from __future__ import annotations
@@ -12,16 +13,31 @@ from typing import Annotated, Any
 
 import msgspec
 
+from application.lifecycle import HOLD_REASON_MAX_LENGTH
+from application.live import SOURCE_MAX_LENGTH
+from domain.cursor import MAX_SEQUENCE
+from domain.media_type import MEDIA_TYPE_MAX_CHARS, MEDIA_TYPE_REGEX
+from domain.object_intent import SHA256_REGEX
+from domain.records import IDEMPOTENCY_KEY_MAX, OBJECT_MAX_BYTES
+from entrypoints.http.openapi import (
+    Published,
+    chunks_request_schema,
+    records_request_schema,
+)
 from entrypoints.subscribe_tokens import DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS
 
-Sequence = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
+Sequence = Annotated[int, msgspec.Meta(ge=0, le=MAX_SEQUENCE)]
+
+
+def _text(max_length: int, **rule: Any) -> Published:
+    return Published({"type": "string", "minLength": 1, "maxLength": max_length, **rule})
 
 
 class AppendBody(msgspec.Struct, forbid_unknown_fields=True):
     """`records`: 1–1000 records, each `{"payload": <any JSON>}` or `{"data": "<base64>"}`,
     with optional `content_type` and `idempotency_key`."""
 
-    records: list[dict[str, Any]]
+    records: Annotated[list[dict[str, Any]], Published(records_request_schema())]
 
 
 class AckBody(msgspec.Struct, forbid_unknown_fields=True):
@@ -30,7 +46,8 @@ class AckBody(msgspec.Struct, forbid_unknown_fields=True):
 
 class LegalHoldBody(msgspec.Struct, forbid_unknown_fields=True):
     held: bool
-    reason: str | None = None
+    reason: Annotated[str, Published(
+        {"type": "string", "maxLength": HOLD_REASON_MAX_LENGTH})] | None = None
 
 
 class LiveBody(msgspec.Struct, forbid_unknown_fields=True):
@@ -39,10 +56,12 @@ class LiveBody(msgspec.Struct, forbid_unknown_fields=True):
     the rest count up from it, default 0). With a `source` and an explicit `index`, each
     chunk has a position: sending it again gets the same `seq` (ADR 0017)."""
 
-    chunks: list[Any]
-    source: str | None = None
-    attempt: int | None = None
-    index: Sequence | None = None
+    chunks: Annotated[list[Any], Published(chunks_request_schema())]
+    source: Annotated[str, _text(SOURCE_MAX_LENGTH)] | None = None
+    attempt: Annotated[int, Published(
+        {"type": "integer", "minimum": 1, "maximum": MAX_SEQUENCE})] | None = None
+    index: Annotated[int, msgspec.Meta(ge=0, le=MAX_SEQUENCE), Published(
+        {"type": "integer", "minimum": 0, "maximum": MAX_SEQUENCE})] | None = None
 
 
 class PrepareObjectBody(msgspec.Struct, forbid_unknown_fields=True):
@@ -50,10 +69,12 @@ class PrepareObjectBody(msgspec.Struct, forbid_unknown_fields=True):
     `sha256` (64 lowercase hex), `size` in bytes (at most 32 MiB), `content_type`,
     optional `schema`; `idempotency_key` names the intent (same key → same intent)."""
 
-    idempotency_key: str
-    sha256: str
-    size: Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
-    content_type: str
+    idempotency_key: Annotated[str, _text(IDEMPOTENCY_KEY_MAX)]
+    sha256: Annotated[str, Published({"type": "string", "pattern": SHA256_REGEX})]
+    size: Annotated[int, msgspec.Meta(ge=0, le=MAX_SEQUENCE), Published(
+        {"type": "integer", "minimum": 0, "maximum": OBJECT_MAX_BYTES,
+         "description": f"Above {OBJECT_MAX_BYTES} bytes: 413 `too_large`."})]
+    content_type: Annotated[str, _text(MEDIA_TYPE_MAX_CHARS, pattern=MEDIA_TYPE_REGEX)]
     schema: str | None = None
 
 

@@ -14,6 +14,7 @@ from domain.errors import Backpressure
 from domain.principal import Principal
 from entrypoints.http.handlers.bodies import AppendBody
 from entrypoints.http.inputs import check_record_depth, page_limit, read_cursor
+from entrypoints.http.openapi import CursorText, LimitText
 from entrypoints.metrics import Metrics
 
 
@@ -50,9 +51,9 @@ async def read_records(
     stream_id: FromPath[str],
     principal: NamedDependency[Principal],
     service: NamedDependency[RunnelService],
-    after: Annotated[str | None, QueryParameter(
+    after: Annotated[CursorText | None, QueryParameter(
         description="Exclusive cursor: records with sequence > after (default 0).")] = None,
-    limit: Annotated[str | None, QueryParameter(
+    limit: Annotated[LimitText | None, QueryParameter(
         description="Page size, 1–1000 (default 100).")] = None,
 ) -> dict[str, Any]:
     """Records above the cursor, ascending and without gaps. 400 `future_cursor` beyond head;

@@ -12,11 +12,15 @@ from application.service import RunnelService
 from application.views import stream_view
 from domain.principal import Principal
 from entrypoints.http.inputs import page_limit
+from entrypoints.http.openapi import Published, definition_request_schema
+
+DefinitionBody = Annotated[dict[str, Any], Published(definition_request_schema())]
+"""Validated by the domain (`build_definition`), field by field; published from its model."""
 
 
 async def create_stream(
     run_id: FromPath[str],
-    data: JSONBody[dict[str, Any]],
+    data: JSONBody[DefinitionBody],
     principal: NamedDependency[Principal],
     service: NamedDependency[RunnelService],
 ) -> Response[dict[str, Any]]:

@@ -13,6 +13,7 @@ from litestar.response import ServerSentEvent
 from application.service import RunnelService
 from domain.principal import Principal
 from entrypoints.http.inputs import subscribe_cursor
+from entrypoints.http.openapi import CursorText
 from entrypoints.http.sse import ReaderLease, register_release, sse_messages
 from entrypoints.metrics import Metrics
 
@@ -24,9 +25,9 @@ async def subscribe(
     principal: NamedDependency[Principal],
     service: NamedDependency[RunnelService],
     metrics: NamedDependency[Metrics],
-    after: Annotated[str | None, QueryParameter(
+    after: Annotated[CursorText | None, QueryParameter(
         description="Exclusive cursor; wins over Last-Event-ID. Neither means 0.")] = None,
-    last_event_id: Annotated[str | None, HeaderParameter(
+    last_event_id: Annotated[CursorText | None, HeaderParameter(
         name="Last-Event-ID",
         description="The id of the last record frame received (resume).")] = None,
     live: Annotated[bool, QueryParameter(

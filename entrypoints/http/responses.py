@@ -1,0 +1,121 @@
+"""The published shapes of successful responses (SPEC §12), for the OpenAPI document.
+
+Each shape lists the fields a client may rely on (`required`) and leaves room for fields
+added later (no `additionalProperties: false`). The schemathesis run in `make test`
+checks every response of the live server against these (ADR 0026), so a shape that
+drifts from its handler fails the build.
+"""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import Annotated, Any
+
+from litestar.openapi.datastructures import ResponseSpec
+
+from entrypoints.http.openapi import ID_FIELDS, JsonSchema, Published, definition_schema
+
+INTEGER: JsonSchema = {"type": "integer", "minimum": 0}
+TEXT: JsonSchema = {"type": "string"}
+TIME: JsonSchema = {"type": "string", "format": "date-time"}
+NULLABLE_TEXT: JsonSchema = {"type": ["string", "null"]}
+NULLABLE_INTEGER: JsonSchema = {"type": ["integer", "null"]}
+
+
+def shape(required: dict[str, JsonSchema], **optional: JsonSchema) -> JsonSchema:
+    return {"type": "object", "required": sorted(required),
+            "properties": {**required, **optional}}
+
+
+def spec(schema: JsonSchema, status: int, media_type: str = "application/json") -> ResponseSpec:
+    return ResponseSpec(data_container=Annotated[dict[str, Any], Published(schema)],  # type: ignore[arg-type]
+                        media_type=media_type, generate_examples=False,
+                        description=HTTPStatus(status).phrase)
+
+
+def stream_view() -> JsonSchema:
+    return shape({
+        "run_id": ID_FIELDS["run_id"], "stream_id": ID_FIELDS["stream_id"],
+        "definition": definition_schema(),
+        "status": shape({"head": INTEGER, "earliest": INTEGER, "closed": {"type": "boolean"},
+                         "legal_hold": {"type": "boolean"},
+                         "consumers": {"type": "object", "additionalProperties": INTEGER}},
+                        erased={"type": "boolean"}, pending_inputs=INTEGER,
+                        dead_letters=INTEGER),
+        "created_at": TIME})
+
+
+def record_envelope() -> JsonSchema:
+    reference = shape({"object_id": ID_FIELDS["object_id"], "size": INTEGER, "sha256": TEXT,
+                       "content_type": TEXT, "href": TEXT})
+    return shape({"sequence": INTEGER, "content_type": TEXT, "appended_at": TIME},
+                 payload={}, data={"type": "string", "contentEncoding": "base64"},
+                 object=reference, idempotency_key=TEXT)
+
+
+def records_page() -> JsonSchema:
+    return shape({"records": {"type": "array", "items": record_envelope()},
+                  "next_cursor": INTEGER, "head": INTEGER, "earliest": INTEGER,
+                  "closed": {"type": "boolean"}})
+
+
+def stream_list() -> JsonSchema:
+    return shape({"run_id": ID_FIELDS["run_id"],
+                  "streams": {"type": "array", "items": stream_view()}})
+
+
+def appended() -> JsonSchema:
+    return shape({"sequences": {"type": "array", "items": INTEGER}, "head": INTEGER})
+
+
+def accepted() -> JsonSchema:
+    return shape({"accepted": INTEGER})
+
+
+def acked() -> JsonSchema:
+    return shape({"consumer_id": ID_FIELDS["consumer_id"], "acked": INTEGER})
+
+
+def closed() -> JsonSchema:
+    return shape({"closed": {"const": True}, "head": INTEGER})
+
+
+def legal_hold() -> JsonSchema:
+    return shape({"held": {"type": "boolean"}, "reason": NULLABLE_TEXT})
+
+
+def erased() -> JsonSchema:
+    elsewhere = shape({"stream_id": ID_FIELDS["stream_id"], "metadata_home": TEXT})
+    return shape({"streams": INTEGER, "records_deleted": INTEGER, "objects_deleted": INTEGER,
+                  "held_streams": {"type": "array", "items": TEXT}},
+                 elsewhere={"type": "array", "items": elsewhere})
+
+
+STATES = ["prepared", "uploaded", "committed", "aborted", "expired"]
+
+
+def object_state(*states: str) -> JsonSchema:
+    return shape({"state": {"enum": list(states or STATES)}})
+
+
+def prepared() -> JsonSchema:
+    return shape({"object_id": ID_FIELDS["object_id"], "state": {"enum": STATES},
+                  "upload_url": TEXT, "expires_at": TIME})
+
+
+def committed() -> JsonSchema:
+    return shape({"sequence": INTEGER, "state": {"const": "committed"}})
+
+
+def object_view() -> JsonSchema:
+    return shape({"object_id": ID_FIELDS["object_id"], "state": {"enum": STATES},
+                  "size": INTEGER, "sha256": TEXT, "content_type": TEXT,
+                  "expires_at": TIME}, schema=NULLABLE_TEXT, sequence=NULLABLE_INTEGER)
+
+
+def status(value: str) -> JsonSchema:
+    return shape({"status": {"const": value}})
+
+
+def subscribe_token() -> JsonSchema:
+    return shape({"token": TEXT, "expires_at": TIME})
