@@ -39,7 +39,11 @@ async def host_workers(settings: Settings) -> None:
             await port.serve()
             served = f"; metrics at {port.url}/metrics"
         print(f"{READY}{worker_id()}{served}", flush=True)
-        await stop.wait()
+        try:
+            await stop.wait()
+        finally:
+            if port is not None:  # before the backend closes: no scrape meets it half gone
+                await port.close()
 
 
 @asynccontextmanager
