@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test lint lock bench clean browser fuzz
+.PHONY: install run test lint lock bench clean browser fuzz chaos
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -39,6 +39,15 @@ browser:
 FUZZ_SECONDS ?= 300
 FUZZ_EXAMPLES ?= 1000
 FUZZ_TARGETS := cursor last_event_id request_body definition record_payload base64_rule
+# The fault suite at length: each fault under CHAOS_SECONDS of load, one table row each
+# (`make test` runs the same faults for a few seconds).
+CHAOS_SECONDS ?= 30
+chaos: install
+	@RUNNEL_CHAOS_SECONDS=$(CHAOS_SECONDS) $(BIN)/pytest -s -p no:randomly \
+	  tests/chaos/test_faults.py > .chaos.log 2>&1; status=$$?; \
+	  grep -E '^\| ' .chaos.log | awk '!(/^\| (fault|---)/ && seen[$$0]++)'; \
+	  tail -1 .chaos.log; exit $$status
+
 fuzz: install
 	RUNNEL_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -x tests/fuzz/test_schemathesis.py
 	@for target in $(FUZZ_TARGETS); do \

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from application.maintenance import UpkeepSettings
 from domain.credit_ceilings import DEFAULT_CEILINGS, CreditCeilings
 
 
@@ -25,3 +26,5 @@ class NodeSettings:
     """The largest credit pins a definition created here may declare."""
     max_streams_per_run: int = 1000
     """Streams one run may hold, counted by the store under the run's lock (every node)."""
+    upkeep: UpkeepSettings = field(default_factory=UpkeepSettings)
+    """What storage upkeep keeps (ADR 0032)."""

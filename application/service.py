@@ -12,6 +12,7 @@ from application.delivery import InputDispatcher
 from application.following import Follower
 from application.lifecycle import StreamLifecycle
 from application.live import LivePublishing
+from application.maintenance import StorageMaintenance
 from application.node import NodeSettings
 from application.objects import Objects
 from application.orphans import OrphanSweeper
@@ -22,6 +23,7 @@ from application.ports import (
     GapEvidence,
     ObjectStore,
     RecordReader,
+    StorageUpkeep,
     StreamStore,
     SubscriptionLeases,
     WakeBus,
@@ -47,6 +49,8 @@ class Ports:
     clock: Clock
     leases: SubscriptionLeases
     """Subscription slots, shared by every node on the same storage (ADR 0018)."""
+    upkeep: StorageUpkeep | None = None
+    """Bounded removal of what nothing needs any more (ADR 0032); None: storage only grows."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,8 @@ class RunnelService:
     reaper: IntentReaper
     deleter: BodyDeleter
     orphans: OrphanSweeper
+    maintenance: StorageMaintenance | None = None
+    """None when the ports have no `upkeep`."""
 
     @classmethod
     def build(cls, ports: Ports, node: NodeSettings) -> RunnelService:
@@ -86,4 +92,6 @@ class RunnelService:
             reaper=IntentReaper(ports.store, ports.clock, node.region),
             deleter=deleter,
             orphans=OrphanSweeper(ports.store, ports.objects, ports.clock, node),
+            maintenance=(StorageMaintenance(ports.upkeep, ports.clock, node.region, node.upkeep)
+                         if ports.upkeep is not None else None),
         )

@@ -19,12 +19,15 @@ from adapters.memory.bus import MemoryWakeBus
 from adapters.memory.revoked_tokens import MemoryRevokedTokens
 from adapters.memory.store import MemoryDeliveryOutbox, MemoryStreamStore
 from adapters.memory.subscription_leases import MemorySubscriptionLeases
+from adapters.memory.upkeep import MemoryLeadership, MemoryStorageUpkeep
 from application.ports import (
     DeletionOutbox,
     DeliveryOutbox,
     GapEvidence,
+    Leadership,
     RecordReader,
     RevokedTokens,
+    StorageUpkeep,
     StreamStore,
     SubscriptionLeases,
     WakeBus,
@@ -58,6 +61,10 @@ class Backend:
     committer, LISTEN, the pool and the store's figures; memory: nothing)."""
     refresh_metrics: Callable[[float], Awaitable[None]] | None = None
     """Reads, within the given seconds, the figures a scrape needs from the store."""
+    upkeep: StorageUpkeep | None = None
+    """Bounded removal of what nothing needs any more (ADR 0032)."""
+    leadership: Callable[[], Leadership] | None = None
+    """A new contender for the region's upkeep lead (one per process hosting workers)."""
 
 
 async def _always_ready() -> None:
@@ -79,7 +86,8 @@ def memory_backend() -> Backend:
     store = MemoryStreamStore(bus, outbox)
     return Backend(store=store, reader=store, gaps=store, bus=bus, outbox=outbox,
                    deletions=store.deletions, leases=MemorySubscriptionLeases(),
-                   revoked=MemoryRevokedTokens(), probe=_always_ready)
+                   revoked=MemoryRevokedTokens(), probe=_always_ready,
+                   upkeep=MemoryStorageUpkeep(store, outbox), leadership=MemoryLeadership)
 
 
 @asynccontextmanager
@@ -103,6 +111,7 @@ async def _postgres_backend(dsn: str, settings: Settings) -> AsyncIterator[Backe
     wait on the database is bounded. Without `auto_migrate`, the database must already be
     at this binary's schema."""
     from adapters.postgres import open_postgres
+    from adapters.postgres.leadership import PostgresLeadership
     from adapters.postgres.migrations import ensure_current, schema_state
     from adapters.postgres.wait_notify import PostgresNotifyWaitService
     from entrypoints.postgres_metrics import PostgresMetrics
@@ -130,6 +139,9 @@ async def _postgres_backend(dsn: str, settings: Settings) -> AsyncIterator[Backe
                       outbox=pg.outbox, deletions=pg.deletions, leases=pg.leases,
                       revoked=pg.revoked, probe=probe,
                       notify=lambda channel: PostgresNotifyWaitService(pg.pool, channel),
+                      upkeep=pg.upkeep,
+                      leadership=lambda: PostgresLeadership(dsn, settings.region,
+                                                            settings.database_bounds()),
                       collectors=metrics.collectors, refresh_metrics=metrics.refresh)
     finally:
         await pg.close()

@@ -50,6 +50,7 @@ def build_ports(backend: Backend, objects: ObjectStore,
         wait_service=wait_service,
         clock=clock,
         leases=backend.leases,
+        upkeep=backend.upkeep,
     )
 
 
@@ -97,7 +98,9 @@ async def running(container: Container) -> AsyncIterator[RunnelService]:
         service: RunnelService = container.service()
         stack.push_async_callback(service.follower.close)
         if settings.workers:
-            await stack.enter_async_context(background_workers(service, settings, metrics))
+            leadership = backend.leadership() if backend.leadership is not None else None
+            await stack.enter_async_context(background_workers(service, settings, leadership,
+                                                               metrics))
         yield service
 
 

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from adapters.postgres.pool import DatabaseBounds
+from application.maintenance import UpkeepSettings
 from application.node import NodeSettings
 from client.webhooks import webhook_key
 from domain.credit_ceilings import INT64_MAX, CreditCeilings
@@ -177,6 +178,21 @@ class Settings(BaseSettings):
     """How often the orphan sweep lists every object body (a full bucket listing)."""
     orphan_grace_seconds: int = Field(3600, ge=0)
     """A body younger than this is never swept (an upload may not be recorded yet)."""
+    # Storage upkeep, run by one process per region (ADR 0032).
+    maintenance_seconds: float = Field(60.0, gt=0)
+    """The pause between two upkeep passes of the region's leader."""
+    event_audit_events: int = Field(1000, ge=0)
+    """Events kept per stream (and per object intent) below its snapshot: the audit tail."""
+    receipt_ttl_seconds: float = Field(7 * 24 * 3600.0, ge=0)
+    """An idempotency receipt older than this goes, even if its record is retained; 0: never
+    for age alone."""
+    receipt_min_seconds: float = Field(3600.0, ge=0)
+    """A receipt whose record retention pruned still answers its key for this long after
+    the append (a retry whose answer was lost)."""
+    delivery_keep_seconds: float = Field(24 * 3600.0, ge=0)
+    """Delivered (finished) input-delivery rows older than this go; dead letters stay."""
+    gap_evidence_keep_seconds: float = Field(7 * 24 * 3600.0, ge=0)
+    """Gap evidence older than this goes."""
     object_store: Literal["fs", "s3", "memory"] | None = None
     """Where object bodies go; unset → `s3` when `s3_regions` is given, `memory` with
     `storage=memory`, else `fs` under `data_dir/objects`."""
@@ -305,6 +321,12 @@ class Settings(BaseSettings):
                 max_total_bytes=self.max_total_bytes_ceiling,
                 max_open_objects=self.max_open_objects_ceiling),
             max_streams_per_run=self.max_streams_per_run,
+            upkeep=UpkeepSettings(
+                audit_events=self.event_audit_events,
+                receipt_ttl_seconds=self.receipt_ttl_seconds or None,
+                receipt_min_seconds=self.receipt_min_seconds,
+                delivery_keep_seconds=self.delivery_keep_seconds,
+                gap_keep_seconds=self.gap_evidence_keep_seconds),
         )
 
     def database_bounds(self) -> DatabaseBounds:

@@ -9,12 +9,16 @@ sweep is logged and retried on the next tick, never fatal; cancelling the loop
 (shutdown) stops it between or inside sweeps, and every sweep is safe to cut
 short (claims expire, units of work roll back). Work is claimed through the
 ports (leases and row locks in Postgres), so any number of nodes may run the
-same workers. On a node whose region is fenced (ADR 0016) every sweep that would
+same workers. The sweeps that walk every stream or every body (retention, the
+orphan sweep, storage upkeep) run only in the process that leads its region
+(`Leadership`, ADR 0032): the others skip them, and take over when the leader dies.
+On a node whose region is fenced (ADR 0016) every sweep that would
 write is refused; the loops keep running, say so once, and resume by themselves
 once the region is unfenced.
 
 Every sweep is measured, by worker name: its duration (failed or not), its
-failures, and when the last one succeeded (a fenced sweep is neither).
+failures, and when the last one succeeded (a fenced sweep is neither; a led sweep
+that a follower skips is not measured at all).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from application.ports import Leadership
 from application.service import RunnelService
 from domain.errors import RegionFenced
 from entrypoints.metrics import Metrics
@@ -56,19 +61,45 @@ class Worker:
     """The pause between passes."""
 
 
-def workers(service: RunnelService, settings: Settings, me: str) -> tuple[Worker, ...]:
+class NotLeading(Exception):
+    """A led sweep skipped by a process that does not lead: neither a sweep nor a failure
+    (it is not measured; the leader's figures are the ones that count)."""
+
+
+def led(leadership: Leadership | None, sweep: Sweep) -> Sweep:
+    """`sweep` only while this process leads its region (always without a leadership)."""
+
+    async def if_leading() -> int:
+        if leadership is not None and not await leadership.lead():
+            raise NotLeading
+        return await sweep()
+
+    return if_leading
+
+
+def workers(service: RunnelService, settings: Settings, me: str,
+            leadership: Leadership | None = None) -> tuple[Worker, ...]:
     tick = settings.sweep_seconds
     regions = settings.object_store_regions()
-    return (
+    loops = [
         Worker("input-dispatch", lambda: service.dispatcher.dispatch_once(me, BATCH), BATCH,
                tick),
-        Worker("retention", service.retention.prune_all, None, tick),
+        Worker("retention", led(leadership, service.retention.prune_all), None, tick),
         Worker("intent-reaper", lambda: service.reaper.reap_once(BATCH), BATCH, tick),
         Worker("body-deletion", lambda: service.deleter.delete_once(me, BATCH), BATCH, tick),
         # Lists every body of every region: far less often than the other loops.
-        Worker("orphan-sweep", lambda: service.orphans.sweep(regions), None,
+        Worker("orphan-sweep", led(leadership, lambda: service.orphans.sweep(regions)), None,
                settings.orphan_sweep_seconds),
-    )
+    ]
+    maintenance = service.maintenance
+    if maintenance is not None:
+        async def upkeep() -> int:
+            assert maintenance is not None
+            return (await maintenance.run_once()).total
+
+        loops.append(Worker("storage-upkeep", led(leadership, upkeep), None,
+                            settings.maintenance_seconds))
+    return tuple(loops)
 
 
 async def every(worker: Worker, metrics: Metrics) -> None:
@@ -85,6 +116,8 @@ async def every(worker: Worker, metrics: Metrics) -> None:
             handled = await worker.sweep()
         except asyncio.CancelledError:
             raise
+        except NotLeading:
+            pass
         except RegionFenced as refusal:
             duration.observe(time.perf_counter() - started)
             if not fenced:
@@ -107,10 +140,15 @@ async def every(worker: Worker, metrics: Metrics) -> None:
 
 @asynccontextmanager
 async def background_workers(service: RunnelService, settings: Settings,
-                             metrics: Metrics) -> AsyncIterator[None]:
+                             leadership: Leadership | None = None,
+                             metrics: Metrics | None = None) -> AsyncIterator[None]:
+    """`leadership`: who runs the region-wide sweeps (None: this process always does);
+    closed when the workers stop, which hands the lead on. `metrics`: where the sweeps
+    are measured (the node's; None: nowhere that is scraped)."""
     me = worker_id()
-    tasks = [asyncio.create_task(every(worker, metrics), name=worker.name)
-             for worker in workers(service, settings, me)]
+    measured = metrics if metrics is not None else Metrics()
+    tasks = [asyncio.create_task(every(worker, measured), name=worker.name)
+             for worker in workers(service, settings, me, leadership)]
     log.info("workers started as %s: %s", me, ", ".join(task.get_name() for task in tasks))
     try:
         yield
@@ -118,4 +156,6 @@ async def background_workers(service: RunnelService, settings: Settings,
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if leadership is not None:
+            await leadership.close()
         log.info("workers stopped")

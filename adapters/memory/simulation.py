@@ -9,6 +9,7 @@ from adapters.memory.clock import FakeClock
 from adapters.memory.objects import MemoryObjectStore
 from adapters.memory.store import MemoryDeletionOutbox, MemoryDeliveryOutbox, MemoryStreamStore
 from adapters.memory.subscription_leases import MemorySubscriptionLeases
+from adapters.memory.upkeep import MemoryStorageUpkeep
 from adapters.memory.workflow import MemoryWorkflowWaitService
 from application.node import NodeSettings
 from application.ports import Clock
@@ -35,14 +36,14 @@ def simulation(node: NodeSettings | None = None, clock: Clock | None = None,
     clock = clock or FakeClock()
     bus = MemoryWakeBus()
     outbox = MemoryDeliveryOutbox()
-    store = MemoryStreamStore(bus, outbox)
+    store = MemoryStreamStore(bus, outbox, clock=clock)
     objects = MemoryObjectStore(regions, clock)
     workflow = MemoryWorkflowWaitService()
     leases = MemorySubscriptionLeases()
     ports = Ports(store=store, reader=store, bus=bus, objects=objects, gaps=store,
                   outbox=outbox, deletions=store.deletions,
                   wait_service=workflow if delivering else None,
-                  clock=clock, leases=leases)
+                  clock=clock, leases=leases, upkeep=MemoryStorageUpkeep(store, outbox))
     service = RunnelService.build(ports, node)
     return Simulation(service, store, bus, objects, outbox, store.deletions, workflow, clock,
                       leases)

@@ -18,9 +18,18 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
+from adapters.clock import SystemClock
 from adapters.fanout import carried_records
 from adapters.memory.bus import MemoryWakeBus
-from application.ports import BodyDeletion, Delivery, RecordPage, Removed, StoredRecord, Wake
+from application.ports import (
+    BodyDeletion,
+    Clock,
+    Delivery,
+    RecordPage,
+    Removed,
+    StoredRecord,
+    Wake,
+)
 from domain.errors import NotFound, RunErased, TooManyStreams
 from domain.identifiers import RunKey, StreamKey
 from domain.object_intent import LIVE_STATES, ObjectIntent
@@ -35,6 +44,8 @@ class _StreamData:
     events: list[Any] = field(default_factory=list)
     records: list[StoredRecord] = field(default_factory=list)
     receipts: dict[str, int] = field(default_factory=dict)
+    receipt_times: dict[str, datetime] = field(default_factory=dict)
+    """When each receipt was recorded (its record's `appended_at`), for the receipt TTL."""
     intents: dict[str, ObjectIntent] = field(default_factory=dict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
@@ -86,13 +97,17 @@ class MemoryStreamStore:
     deletion outbox its units of work fill (its own unless one is given)."""
 
     def __init__(self, bus: MemoryWakeBus, outbox: MemoryDeliveryOutbox | None = None,
-                 deletions: MemoryDeletionOutbox | None = None) -> None:
+                 deletions: MemoryDeletionOutbox | None = None,
+                 clock: Clock | None = None) -> None:
         self._bus = bus
+        self._clock: Clock = clock or SystemClock()
         self._outbox = outbox
         self.deletions = deletions if deletions is not None else MemoryDeletionOutbox()
         self._streams: dict[StreamKey, _StreamData] = {}
         self._erased_runs: set[RunKey] = set()
         self.gaps: list[tuple[StreamKey, int, int]] = []
+        self.gap_times: list[datetime] = []
+        """When each of `gaps` was recorded (same order)."""
 
     # -- StreamStore -----------------------------------------------------
 
@@ -137,11 +152,13 @@ class MemoryStreamStore:
         for record in session.new_records:
             if record.idempotency_key is not None:
                 data.receipts[record.idempotency_key] = record.sequence
+                data.receipt_times[record.idempotency_key] = record.appended_at
         for object_id, intent in session.saved_intents.items():
             data.events.extend(intent.collect_events())
             data.intents[object_id] = intent
         if self._outbox is not None:
-            self._outbox.enqueue(data.stream.key, session.new_deliveries, _home(data.stream))
+            at = max((r.appended_at for r in session.new_records), default=None)
+            self._outbox.enqueue(data.stream.key, session.new_deliveries, _home(data.stream), at)
         self.deletions.enqueue(data.stream.key, session.new_deletions, _home(data.stream))
         stream = data.stream
         self._bus.publish_wake(Wake(stream.key, stream.head, stream.closed,
@@ -212,6 +229,11 @@ class MemoryStreamStore:
 
     async def record_gap(self, key: StreamKey, expected: int, received: int) -> None:
         self.gaps.append((key, expected, received))
+        self.gap_times.append(self._clock.now())
+
+    def stream_data(self) -> dict[StreamKey, _StreamData]:
+        """The store's own rows, for its upkeep (`adapters.memory.upkeep`) only."""
+        return self._streams
 
 
 def _home(stream: Stream) -> str:
@@ -231,6 +253,7 @@ class _OutboxRow:
     next_attempt_at: datetime | None = None
     lease_until: datetime | None = None
     done: bool = False
+    created_at: datetime | None = None
 
 
 class MemoryDeliveryOutbox:
@@ -239,9 +262,30 @@ class MemoryDeliveryOutbox:
     def __init__(self) -> None:
         self._rows: dict[tuple[StreamKey, int], _OutboxRow] = {}
 
-    def enqueue(self, key: StreamKey, sequences: Sequence[int], home: str) -> None:
+    def enqueue(self, key: StreamKey, sequences: Sequence[int], home: str,
+                at: datetime | None = None) -> None:
         for sequence in sequences:
-            self._rows[(key, sequence)] = _OutboxRow(Delivery(key, sequence, 0), home)
+            self._rows[(key, sequence)] = _OutboxRow(Delivery(key, sequence, 0), home,
+                                                     created_at=at)
+
+    def purge(self, before: datetime, limit: int, home: str,
+              stream: StreamKey | None = None) -> int:
+        """Forget up to `limit` finished rows of `home` created at or before `before` (with
+        `stream`: every row of that stream, finished or not)."""
+        doomed = [where for where, row in sorted(self._rows.items(),
+                                                 key=lambda item: (item[1].created_at
+                                                                   or before, item[0]))
+                  if row.home == home and (
+                      where[0] == stream if stream is not None
+                      else row.done and row.created_at is not None
+                      and row.created_at <= before)][:max(0, limit)]
+        for where in doomed:
+            del self._rows[where]
+        return len(doomed)
+
+    def rows_of(self, key: StreamKey) -> int:
+        """Rows of `key`, finished or not."""
+        return sum(1 for stream, _ in self._rows if stream == key)
 
     async def claim(self, worker: str, now: datetime, lease_seconds: float,
                     limit: int, home: str) -> Sequence[Delivery]:

@@ -25,6 +25,7 @@ from adapters.postgres.revoked_tokens import REVOKED_CHANNEL, PostgresRevokedTok
 from adapters.postgres.store import PostgresStreamStore
 from adapters.postgres.stream_cache import StreamCache
 from adapters.postgres.subscription_leases import PostgresSubscriptionLeases
+from adapters.postgres.upkeep import PostgresStorageUpkeep
 
 __all__ = ["DatabaseBounds", "PostgresAdapters", "migrate", "open_postgres"]
 
@@ -52,6 +53,7 @@ class PostgresAdapters:
     leases: PostgresSubscriptionLeases
     revoked: PostgresRevokedTokens
     pool: asyncpg.Pool
+    upkeep: PostgresStorageUpkeep
 
     async def close(self) -> None:
         await self.store.committer.close()
@@ -103,6 +105,7 @@ async def open_postgres(dsn: str, *, region: str = DEFAULT_REGION, migrate: bool
         leases=PostgresSubscriptionLeases(pool),
         revoked=revoked,
         pool=pool,
+        upkeep=PostgresStorageUpkeep(pool, region),
     )
     try:
         await bus.start(listen=listen)

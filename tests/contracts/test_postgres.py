@@ -11,6 +11,7 @@ import asyncpg
 import pytest
 
 from adapters.postgres import PostgresAdapters, open_postgres
+from adapters.postgres.ids import stream_id
 from adapters.postgres.revoked_tokens import PostgresRevokedTokens
 from adapters.postgres.subscription_leases import PostgresSubscriptionLeases
 from domain.identifiers import StreamKey
@@ -18,6 +19,7 @@ from tests.contracts.harness import StorageHarness
 from tests.contracts.revoked_tokens_contract import RevokedTokensContract
 from tests.contracts.storage_contract import StorageContract
 from tests.contracts.subscription_lease_contract import SubscriptionLeaseContract
+from tests.contracts.upkeep_contract import UpkeepContract, UpkeepHarness
 from tests.pg import pg_class_dsn, pg_template  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.postgres
@@ -83,3 +85,31 @@ class TestPostgresRevokedTokens(RevokedTokensContract):
         async with asyncio.timeout(30):
             while not rings:
                 await asyncio.sleep(0.01)
+
+
+class TestPostgresUpkeep(UpkeepContract):
+    @pytest.fixture
+    async def upkeep(self, pg_class_dsn: str  # noqa: F811
+                     ) -> AsyncIterator[UpkeepHarness]:
+        adapters = await open_postgres(pg_class_dsn, migrate=False)
+
+        async def gap_reader(key: StreamKey) -> list[tuple[int, int]]:
+            return await adapters.gaps.recorded(key)
+
+        async def events(key: StreamKey) -> int:
+            return int(await adapters.pool.fetchval(
+                "SELECT count(*) FROM stream_events WHERE originator_id = $1 OR originator_id"
+                " IN (SELECT id FROM object_intents WHERE stream = $1)", stream_id(key)))
+
+        async def delivery_rows(key: StreamKey) -> int:
+            return int(await adapters.pool.fetchval(
+                "SELECT count(*) FROM input_deliveries WHERE stream = $1", stream_id(key)))
+
+        try:
+            storage = StorageHarness(store=adapters.store, reader=adapters.reader,
+                                     gaps=adapters.gaps, bus=adapters.bus,
+                                     outbox=adapters.outbox, gap_reader=gap_reader,
+                                     deletions=adapters.deletions)
+            yield UpkeepHarness(storage, adapters.upkeep, events, delivery_rows)
+        finally:
+            await adapters.close()

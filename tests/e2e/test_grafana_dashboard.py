@@ -113,7 +113,7 @@ async def test_every_metric_the_dashboard_queries_is_exposed_by_serve_and_worker
                 async def worker_swept() -> bool:
                     text = (await client.get(f"http://127.0.0.1:{port}/metrics")).text
                     return (Samples(text).get("runnel_worker_sweep_duration_seconds_count",
-                                              {"worker": "retention"}) or 0) >= 1
+                                              {"worker": "input-dispatch"}) or 0) >= 1
 
                 await eventually(worker_swept)
                 worked = Samples((await client.get(f"http://127.0.0.1:{port}/metrics")).text)

@@ -7,7 +7,10 @@
   database is unreachable;
 - `hang()` … `admit()`: what a hung server looks like (stopped, or its host
   frozen): every open connection goes silent, and new ones are accepted but
-  never answered.
+  never answered;
+- `pause()` … `resume()`: what a server stopped with SIGSTOP and continued looks
+  like: nothing passes on any connection, old or new, until `resume()`, and
+  then everything held back is delivered.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ class BlackholeProxy:
         self._tasks: set[asyncio.Task[None]] = set()
         self._refusing = False
         self._hanging = False
+        self._flowing = asyncio.Event()
+        self._flowing.set()
 
     async def start(self) -> str:
         """Start listening; returns the DSN that goes through the proxy."""
@@ -59,6 +64,12 @@ class BlackholeProxy:
         self._refusing = False
         self._hanging = False
 
+    def pause(self) -> None:
+        self._flowing.clear()
+
+    def resume(self) -> None:
+        self._flowing.set()
+
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
@@ -81,17 +92,18 @@ class BlackholeProxy:
             self._links.append(silenced)
         self._writers.extend((client_writer, server_writer))
         for source, sink in ((client_reader, server_writer), (server_reader, client_writer)):
-            task = asyncio.create_task(self._pump(source, sink, silenced))
+            task = asyncio.create_task(self._pump(source, sink, silenced, self._flowing))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
     @staticmethod
     async def _pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter,
-                    silenced: asyncio.Event) -> None:
+                    silenced: asyncio.Event, flowing: asyncio.Event) -> None:
         with contextlib.suppress(ConnectionError, asyncio.CancelledError):
             while data := await source.read(65536):
                 if silenced.is_set():
                     await asyncio.Event().wait()  # hold the socket open, pass nothing
+                await flowing.wait()
                 sink.write(data)
                 await sink.drain()
         sink.close()
@@ -118,6 +130,12 @@ class ProxyThread:
 
     def admit(self) -> None:
         self._call(self._proxy.admit)
+
+    def pause(self) -> None:
+        self._call(self._proxy.pause)
+
+    def resume(self) -> None:
+        self._call(self._proxy.resume)
 
     def close(self) -> None:
         asyncio.run_coroutine_threadsafe(self._proxy.close(), self._loop).result(30)

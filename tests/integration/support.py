@@ -33,7 +33,7 @@ def service_on(adapters: PostgresAdapters, node: NodeSettings | None = None) -> 
                   objects=MemoryObjectStore(("local",)), gaps=adapters.gaps,
                   outbox=adapters.outbox, deletions=adapters.deletions,
                   wait_service=MemoryWorkflowWaitService(),
-                  clock=SystemClock(), leases=adapters.leases)
+                  clock=SystemClock(), leases=adapters.leases, upkeep=adapters.upkeep)
     return RunnelService.build(ports, node or NodeSettings())
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from domain.errors import RegionFenced
 from entrypoints.metrics import Metrics
-from entrypoints.workers import Worker, every
+from entrypoints.workers import Worker, every, led
 
 GUARD_SECONDS = 10.0  # only a guard against a hanging test; no test asserts on time
 
@@ -115,6 +115,46 @@ async def test_a_successful_sweep_sets_the_last_success_time() -> None:
             "runnel_worker_sweep_duration_seconds_count", labels) == 1
         assert metrics.registry.get_sample_value(
             "runnel_worker_sweep_errors_total", labels) == 0
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+
+class Following:
+    """A leadership this process never holds."""
+
+    def __init__(self) -> None:
+        self.asked = asyncio.Event()
+
+    async def lead(self) -> bool:
+        self.asked.set()
+        return False
+
+    async def close(self) -> None:
+        return None
+
+
+async def test_a_led_sweep_a_follower_skips_is_not_measured() -> None:
+    metrics = Metrics()
+    following = Following()
+
+    async def sweep() -> int:
+        raise AssertionError("a follower does not sweep")
+
+    task = asyncio.create_task(every(Worker("upkeep", led(following, sweep), None, 0.0),
+                                     metrics))
+    try:
+        await asyncio.wait_for(following.asked.wait(), GUARD_SECONDS)
+        for _ in range(10):
+            await asyncio.sleep(0)
+        labels = {"worker": "upkeep"}
+        assert metrics.registry.get_sample_value(
+            "runnel_worker_sweep_duration_seconds_count", labels) == 0
+        assert metrics.registry.get_sample_value(
+            "runnel_worker_sweep_errors_total", labels) == 0
+        assert metrics.registry.get_sample_value(
+            "runnel_worker_last_success_timestamp_seconds", labels) == 0
     finally:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
