@@ -13,6 +13,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from prometheus_client.registry import Collector
+
 from adapters.memory.bus import MemoryWakeBus
 from adapters.memory.revoked_tokens import MemoryRevokedTokens
 from adapters.memory.store import MemoryDeliveryOutbox, MemoryStreamStore
@@ -54,6 +56,11 @@ class Backend:
     """Raises when the store cannot serve (what `/readyz` asks)."""
     notify: Callable[[str], WorkflowWaitService] | None = None
     """A NOTIFY wait service on the given channel (Postgres backends only)."""
+    collectors: tuple[Collector, ...] = ()
+    """What the backend adds to the node's /metrics, read at scrape time (Postgres: the
+    committer, LISTEN, the pool and the store's figures; memory: nothing)."""
+    refresh_metrics: Callable[[float], Awaitable[None]] | None = None
+    """Reads, within the given seconds, the figures a scrape needs from the store."""
     upkeep: StorageUpkeep | None = None
     """Bounded removal of what nothing needs any more (ADR 0032)."""
     leadership: Callable[[], Leadership] | None = None
@@ -107,6 +114,7 @@ async def _postgres_backend(dsn: str, settings: Settings) -> AsyncIterator[Backe
     from adapters.postgres.leadership import PostgresLeadership
     from adapters.postgres.migrations import ensure_current, schema_state
     from adapters.postgres.wait_notify import PostgresNotifyWaitService
+    from entrypoints.postgres_metrics import PostgresMetrics
 
     if not settings.auto_migrate:
         await ensure_current(dsn)
@@ -125,6 +133,7 @@ async def _postgres_backend(dsn: str, settings: Settings) -> AsyncIterator[Backe
         if pg.bus.listen_connections == 0:
             raise NodeUnready("the LISTEN connection is down (readers would miss wakes)")
 
+    metrics = PostgresMetrics(pg, store_figures=settings.metrics_store_figures)
     try:
         yield Backend(store=pg.store, reader=pg.reader, gaps=pg.gaps, bus=pg.bus,
                       outbox=pg.outbox, deletions=pg.deletions, leases=pg.leases,
@@ -132,6 +141,7 @@ async def _postgres_backend(dsn: str, settings: Settings) -> AsyncIterator[Backe
                       notify=lambda channel: PostgresNotifyWaitService(pg.pool, channel),
                       upkeep=pg.upkeep,
                       leadership=lambda: PostgresLeadership(dsn, settings.region,
-                                                            settings.database_bounds()))
+                                                            settings.database_bounds()),
+                      collectors=metrics.collectors, refresh_metrics=metrics.refresh)
     finally:
         await pg.close()

@@ -87,6 +87,10 @@ async def running(container: Container) -> AsyncIterator[RunnelService]:
         if wait_service is None and settings.workers:
             log.warning("RUNNEL_WAIT_SERVICE is not set: input records stay pending until a "
                         "node with a wait service delivers them")
+        metrics: Metrics = container.metrics()
+        for collector in backend.collectors:
+            metrics.registry.register(collector)
+            stack.callback(metrics.registry.unregister, collector)
         container.backend.override(providers.Object(backend))
         container.object_store.override(providers.Object(objects))
         container.wait_service.override(providers.Object(wait_service))
@@ -95,7 +99,8 @@ async def running(container: Container) -> AsyncIterator[RunnelService]:
         stack.push_async_callback(service.follower.close)
         if settings.workers:
             leadership = backend.leadership() if backend.leadership is not None else None
-            await stack.enter_async_context(background_workers(service, settings, leadership))
+            await stack.enter_async_context(background_workers(service, settings, leadership,
+                                                               metrics))
         yield service
 
 

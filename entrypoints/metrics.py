@@ -1,10 +1,17 @@
 """The node's Prometheus metrics, in a registry of their own (one per app, so tests and
-several apps in one process never collide)."""
+several apps in one process never collide).
+
+The registry also carries the process, platform and garbage-collector collectors
+(`process_*`, `python_*`), and, once the backend is open, what the backend reads at
+scrape time (`postgres_metrics.py`)."""
 
 from __future__ import annotations
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
+    GC_COLLECTOR,
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
     CollectorRegistry,
     Counter,
     Gauge,
@@ -14,12 +21,16 @@ from prometheus_client import (
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
                    5.0, 10.0)
+SWEEP_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0)
 
 
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
+        # The process-wide collectors read only the process: sharing them is safe.
+        for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+            r.register(collector)
         self.appends = Counter("runnel_appends", "Append requests answered 2xx, by outcome "
                                "(stored: something new; duplicate: every record was a repeat)",
                                ["outcome"], registry=r)
@@ -67,6 +78,17 @@ class Metrics:
         self.client_disconnects = Counter(
             "runnel_http_client_disconnects", "Requests whose client closed the connection "
             "while the request body was still arriving (answered 499, never a 500)", registry=r)
+
+        self.sweep_seconds = Histogram(
+            "runnel_worker_sweep_duration_seconds", "Time one sweep of a background worker "
+            "took, failed or not", ["worker"], buckets=SWEEP_BUCKETS, registry=r)
+        self.sweep_errors = Counter(
+            "runnel_worker_sweep_errors", "Sweeps of a background worker that failed (logged; "
+            "retried next tick)", ["worker"], registry=r)
+        self.sweep_success = Gauge(
+            "runnel_worker_last_success_timestamp_seconds", "Unix time the worker's last "
+            "successful sweep ended (0: none yet; a fenced region's sweeps do not succeed)",
+            ["worker"], registry=r)
 
     def render(self) -> tuple[bytes, str]:
         return generate_latest(self.registry), CONTENT_TYPE_LATEST

@@ -170,6 +170,15 @@ class Settings(BaseSettings):
     or `OTEL_EXPORTER_OTLP_ENDPOINT` is set (ADR 0031)."""
     workers: bool = True
     """Run the background workers in the API process (`runnel serve --no-workers` turns it off)."""
+    worker_metrics_port: int = Field(9464, ge=0, le=65535)
+    """`runnel worker` serves /metrics and /healthz on this port; 0 turns it off (`runnel
+    serve` has its own /metrics)."""
+    worker_metrics_host: str = "127.0.0.1"
+    """The address of `runnel worker`'s metrics port (`0.0.0.0` for a scraper elsewhere)."""
+    metrics_store_figures: bool = True
+    """Read the whole store's outbox backlogs and consumer lag at each scrape (one query,
+    about 1 ms per 1,000 consumers). Every node reports the same figures: on a large
+    store, keep this on for one or two nodes only (ADR 0030)."""
     wait_service: Literal["none", "webhook", "notify", "memory"] | None = None
     """Where input events go: `webhook` POSTs each to `webhook_url` (delivered: the receiver
     answered 2xx); `notify` sends each as a Postgres NOTIFY on `notify_channel` (published:

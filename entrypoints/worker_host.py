@@ -2,16 +2,23 @@
 
 Same composition root and settings as `runnel serve`; the workers claim their
 work in the shared database, so this process may run beside any number of
-API nodes and other workers.
+API nodes and other workers. Unless `RUNNEL_WORKER_METRICS_PORT` is 0, it serves
+its metrics (`metrics_server.py`) on that port; a port it cannot bind refuses the
+start in one line.
 """
 
 from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from entrypoints.container import Container, running
+from entrypoints.metrics_server import BoundPort, bind_metrics_port
+from entrypoints.scrape import scrape
 from entrypoints.settings import Settings
+from entrypoints.startup import StartupRefused
 from entrypoints.workers import worker_id
 
 READY = "Runnel workers running as "
@@ -23,9 +30,41 @@ async def host_workers(settings: Settings) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    async with running(Container(settings=settings.model_copy(update={"workers": True}))):
-        print(f"{READY}{worker_id()}", flush=True)
-        await stop.wait()
+    container = Container(settings=settings.model_copy(update={"workers": True}))
+    async with _metrics_port(container, settings) as port, running(container):
+        served = ""
+        if port is not None:
+            await port.serve()
+            served = f"; metrics at {port.url}/metrics"
+        print(f"{READY}{worker_id()}{served}", flush=True)
+        try:
+            await stop.wait()
+        finally:
+            if port is not None:  # before the backend closes: no scrape meets it half gone
+                await port.close()
+
+
+@asynccontextmanager
+async def _metrics_port(container: Container, settings: Settings
+                        ) -> AsyncIterator[BoundPort | None]:
+    if settings.worker_metrics_port == 0:
+        yield None
+        return
+
+    async def scrape_now() -> tuple[bytes, str]:
+        return await scrape(container.metrics(), container.service(), container.backend())
+
+    host, port = settings.worker_metrics_host, settings.worker_metrics_port
+    try:
+        bound = await bind_metrics_port(scrape_now, host, port)
+    except OSError as error:
+        raise StartupRefused(f"RUNNEL_WORKER_METRICS_PORT: cannot listen on {host}:{port} "
+                             f"({error.strerror or error}); set another port, or 0 for none"
+                             ) from None
+    try:
+        yield bound
+    finally:
+        await bound.close()
 
 
 def run(settings: Settings) -> None:

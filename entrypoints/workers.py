@@ -15,6 +15,10 @@ orphan sweep, storage upkeep) run only in the process that leads its region
 On a node whose region is fenced (ADR 0016) every sweep that would
 write is refused; the loops keep running, say so once, and resume by themselves
 once the region is unfenced.
+
+Every sweep is measured, by worker name: its duration (failed or not), its
+failures, and when the last one succeeded (a fenced sweep is neither; a led sweep
+that a follower skips is not measured at all).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import asyncio
 import logging
 import os
 import socket
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -30,6 +35,7 @@ from dataclasses import dataclass
 from application.ports import Leadership
 from application.service import RunnelService
 from domain.errors import RegionFenced
+from entrypoints.metrics import Metrics
 from entrypoints.settings import Settings
 
 log = logging.getLogger("runnel.workers")
@@ -55,12 +61,17 @@ class Worker:
     """The pause between passes."""
 
 
+class NotLeading(Exception):
+    """A led sweep skipped by a process that does not lead: neither a sweep nor a failure
+    (it is not measured; the leader's figures are the ones that count)."""
+
+
 def led(leadership: Leadership | None, sweep: Sweep) -> Sweep:
     """`sweep` only while this process leads its region (always without a leadership)."""
 
     async def if_leading() -> int:
         if leadership is not None and not await leadership.lead():
-            return 0
+            raise NotLeading
         return await sweep()
 
     return if_leading
@@ -91,23 +102,34 @@ def workers(service: RunnelService, settings: Settings, me: str,
     return tuple(loops)
 
 
-async def every(worker: Worker) -> None:
+async def every(worker: Worker, metrics: Metrics) -> None:
     """Run the worker's sweep forever: again at once after a full batch, else after its
     pause; an error is logged and the loop goes on (a fence once, not every tick)."""
     fenced = False
+    duration = metrics.sweep_seconds.labels(worker.name)
+    errors = metrics.sweep_errors.labels(worker.name)
+    success = metrics.sweep_success.labels(worker.name)
     while True:
         handled = 0
+        started = time.perf_counter()
         try:
             handled = await worker.sweep()
         except asyncio.CancelledError:
             raise
+        except NotLeading:
+            pass
         except RegionFenced as refusal:
+            duration.observe(time.perf_counter() - started)
             if not fenced:
                 log.warning("worker %s: %s; retrying every tick", worker.name, refusal.detail)
             fenced = True
         except Exception:
+            duration.observe(time.perf_counter() - started)
+            errors.inc()
             log.exception("worker %s: sweep failed; retrying next tick", worker.name)
         else:
+            duration.observe(time.perf_counter() - started)
+            success.set(time.time())
             if fenced and handled:  # a sweep with nothing to do may not have met the fence
                 log.info("worker %s: writing again (the region's fence was lifted)",
                          worker.name)
@@ -118,11 +140,14 @@ async def every(worker: Worker) -> None:
 
 @asynccontextmanager
 async def background_workers(service: RunnelService, settings: Settings,
-                             leadership: Leadership | None = None) -> AsyncIterator[None]:
+                             leadership: Leadership | None = None,
+                             metrics: Metrics | None = None) -> AsyncIterator[None]:
     """`leadership`: who runs the region-wide sweeps (None: this process always does);
-    closed when the workers stop, which hands the lead on."""
+    closed when the workers stop, which hands the lead on. `metrics`: where the sweeps
+    are measured (the node's; None: nowhere that is scraped)."""
     me = worker_id()
-    tasks = [asyncio.create_task(every(worker), name=worker.name)
+    measured = metrics if metrics is not None else Metrics()
+    tasks = [asyncio.create_task(every(worker, measured), name=worker.name)
              for worker in workers(service, settings, me, leadership)]
     log.info("workers started as %s: %s", me, ", ".join(task.get_name() for task in tasks))
     try:

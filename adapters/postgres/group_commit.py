@@ -46,6 +46,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextvars
 import logging
 import time
@@ -146,8 +147,14 @@ class _GroupPoisoned(Exception):
     """A unit of work's query failed, so the shared transaction cannot commit."""
 
 
+GROUP_SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+"""Upper bounds of the group-size histogram (`max_group` defaults to 256)."""
+
+
 @dataclass
 class GroupCommitStats:
+    """Counters since the committer started (read at scrape time by the node's metrics)."""
+
     groups: int = 0
     units: int = 0
     failed_groups: int = 0
@@ -158,6 +165,19 @@ class GroupCommitStats:
     fenced_groups: int = 0
     """Groups refused because the node's region is fenced (nothing of them was written)."""
     recent_sizes: deque[int] = field(default_factory=lambda: deque(maxlen=1024))
+    size_counts: list[int] = field(default_factory=lambda: [0] * (len(GROUP_SIZE_BUCKETS) + 1))
+    """Committed groups per size bucket (`GROUP_SIZE_BUCKETS`, then the overflow), not
+    cumulative."""
+    size_sum: int = 0
+    """Units of work of every committed group, accepted or not (the histogram's sum)."""
+
+    def committed(self, size: int, accepted: int) -> None:
+        self.groups += 1
+        self.units += accepted
+        self.largest_group = max(self.largest_group, size)
+        self.recent_sizes.append(size)
+        self.size_sum += size
+        self.size_counts[bisect.bisect_left(GROUP_SIZE_BUCKETS, size)] += 1
 
 
 class GroupCommitter:
@@ -387,10 +407,7 @@ class GroupCommitter:
 
     def _committed(self, group: list[_Request], accepted: int,
                    streams: dict[StreamKey, LockedStream], writes: GroupWrites) -> None:
-        self.stats.groups += 1
-        self.stats.units += accepted
-        self.stats.largest_group = max(self.stats.largest_group, len(group))
-        self.stats.recent_sizes.append(len(group))
+        self.stats.committed(len(group), accepted)
         for stream in streams.values():
             if stream.stream.version != stream.pristine.version:
                 # Nobody changes it any more: its units of work have all ended.

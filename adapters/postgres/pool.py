@@ -70,17 +70,22 @@ class DatabaseBounds:
 
 
 class _Bounded:
-    """`pool.acquire()`: the pool's own context, with its bound and outages translated."""
+    """`pool.acquire()`: the pool's own context, with its bound and outages translated;
+    `pool.waiting` counts the callers inside `__aenter__` (waiting for a connection)."""
 
-    def __init__(self, inner: PoolAcquireContext) -> None:
+    def __init__(self, inner: PoolAcquireContext, pool: BoundedPool) -> None:
         self._inner = inner
+        self._pool = pool
 
     async def __aenter__(self) -> asyncpg.Connection:
+        self._pool.waiting += 1
         try:
             return await self._inner.__aenter__()
         except BaseException as error:
             _raise_if_outage(error)
             raise
+        finally:
+            self._pool.waiting -= 1
 
     async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
                         trace: TracebackType | None) -> None:
@@ -120,10 +125,12 @@ class BoundedPool(Pool):  # type: ignore[misc]
     def __init__(self, *args: Any, acquire_timeout: float, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._acquire_timeout = acquire_timeout
+        self.waiting = 0
+        """Callers waiting for a connection right now (for the node's metrics)."""
 
     def acquire(self, *, timeout: float | None = None) -> Any:
         return _Bounded(super().acquire(
-            timeout=self._acquire_timeout if timeout is None else timeout))
+            timeout=self._acquire_timeout if timeout is None else timeout), self)
 
 
 async def _keepalive(bounds: DatabaseBounds, connection: asyncpg.Connection) -> None:

@@ -26,7 +26,7 @@ from entrypoints.http.auth import Authenticator, SubscribeAuthenticator
 from entrypoints.http.connections import ConnectionBudget, ConnectionMetrics
 from entrypoints.http.disconnects import client_disconnects
 from entrypoints.http.draining import Draining
-from entrypoints.http.handlers.operations import Probe
+from entrypoints.http.handlers.operations import Probe, Scrape
 from entrypoints.http.limits import header_limit
 from entrypoints.http.openapi import PublishedRules
 from entrypoints.http.problems import problem_response
@@ -36,6 +36,7 @@ from entrypoints.http.routes import api_router, operation_handlers
 from entrypoints.http.sse_transport import EventStreamTransport
 from entrypoints.http.timing import route_timing
 from entrypoints.metrics import Metrics
+from entrypoints.scrape import scrape
 from entrypoints.settings import Settings
 from entrypoints.subscribe_tokens import SubscribeTokens
 from entrypoints.tracing import traced
@@ -75,6 +76,9 @@ def create_app(settings: Settings, container: Container | None = None,
 
         return unless_draining
 
+    def provide_scrape() -> Scrape:
+        return lambda: scrape(metrics, container.service(), container.backend())
+
     def provide_subscribe_tokens() -> SubscribeTokens:
         return subscribe_tokens
 
@@ -94,6 +98,7 @@ def create_app(settings: Settings, container: Container | None = None,
             "service": Provide(provide_service, sync_to_thread=False),
             "metrics": Provide(provide_metrics, sync_to_thread=False),
             "probe": Provide(provide_probe, sync_to_thread=False),
+            "scrape": Provide(provide_scrape, sync_to_thread=False),
             "subscribe_tokens": Provide(provide_subscribe_tokens, sync_to_thread=False),
         },
         exception_handlers={Exception: problem_response},

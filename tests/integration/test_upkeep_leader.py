@@ -11,6 +11,7 @@ import asyncpg
 import pytest
 
 from adapters.postgres.leadership import UPKEEP_LOCK_CLASS, PostgresLeadership
+from entrypoints.metrics import Metrics
 from entrypoints.workers import Worker, every, led
 from tests.pg import pg_dsn, pg_template  # noqa: F401  (fixtures)
 
@@ -100,9 +101,11 @@ async def test_two_maintenance_loops_take_turns_and_the_follower_takes_over(
         return sweep  # type: ignore[return-value]
 
     a, b = PostgresLeadership(pg_dsn, "local"), PostgresLeadership(pg_dsn, "local")
-    loop_a = asyncio.create_task(every(Worker("upkeep-a", led(a, sweep_of("a")), None, TICK)))
+    loop_a = asyncio.create_task(
+        every(Worker("upkeep-a", led(a, sweep_of("a")), None, TICK), Metrics()))
     await until(lambda: passes["a"] >= 3)  # a leads first
-    loop_b = asyncio.create_task(every(Worker("upkeep-b", led(b, sweep_of("b")), None, TICK)))
+    loop_b = asyncio.create_task(
+        every(Worker("upkeep-b", led(b, sweep_of("b")), None, TICK), Metrics()))
     try:
         await until(lambda: passes["a"] >= 20)
         assert passes["b"] == 0 and not overlaps  # only the leader works

@@ -24,12 +24,13 @@ async def eventually(condition: Callable[[], Awaitable[bool]]) -> None:
 
 async def start_worker(dsn: str, data_dir: Path, **settings: str) -> asyncio.subprocess.Process:
     """`runnel worker` on `dsn`, ready once it printed its ready line; `settings` are extra
-    `RUNNEL_*` variables (lower-case names). Its log goes to `data_dir/worker.log` (a pipe
+    `RUNNEL_*` variables (lower-case names; no metrics port unless `worker_metrics_port`
+    says one, so several workers may run at once). Its log goes to `data_dir/worker.log` (a pipe
     nobody drains could fill and stall the worker)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": str(REPO), "RUNNEL_DATABASE_URL": dsn,
            "RUNNEL_DATA_DIR": str(data_dir), "RUNNEL_SWEEP_SECONDS": "0.05",
-           "RUNNEL_STORAGE": "postgres",
+           "RUNNEL_STORAGE": "postgres", "RUNNEL_WORKER_METRICS_PORT": "0",
            **{f"RUNNEL_{name.upper()}": value for name, value in settings.items()}}
     env.pop("RUNNEL_OBJECT_STORE", None)
     log = data_dir / "worker.log"

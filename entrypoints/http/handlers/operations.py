@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -11,16 +10,14 @@ from litestar import Response
 from litestar.di import NamedDependency
 
 from application.ports import StoreUnavailable
-from application.service import RunnelService
 from entrypoints.backend import NodeUnready
 from entrypoints.http.problems import NotReady
-from entrypoints.metrics import Metrics
 
 Probe = Callable[[], Awaitable[None]]
+Scrape = Callable[[], Awaitable[tuple[bytes, str]]]
+"""One scrape of the node's metrics (`entrypoints/scrape.py`)."""
 READY_SECONDS = 2.0
 """`/readyz` answers within this, whatever the database does."""
-PENDING_READ_SECONDS = 2.0
-"""A scrape never waits longer than this for the pending-input count."""
 
 
 async def healthz() -> dict[str, Any]:
@@ -50,16 +47,8 @@ def _cause(error: BaseException) -> str:
     return type(error).__name__
 
 
-async def metrics_text(metrics: NamedDependency[Metrics],
-                       service: NamedDependency[RunnelService]) -> Response[bytes]:
-    """Prometheus text exposition."""
-    try:
-        pending = await asyncio.wait_for(service.dispatcher.pending_total(),
-                                         PENDING_READ_SECONDS)
-    except Exception:  # the store is away: say "unknown", never serve a stale count
-        metrics.inputs_pending.set(math.nan)
-    else:
-        metrics.inputs_pending.set(pending)
-    body, content_type = metrics.render()
+async def metrics_text(scrape: NamedDependency[Scrape]) -> Response[bytes]:
+    """Prometheus text exposition (the store's figures are NaN if it does not answer)."""
+    body, content_type = await scrape()
     # Litestar appends the charset to text media types itself.
     return Response(body, media_type=content_type.replace("; charset=utf-8", ""))
