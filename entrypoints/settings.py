@@ -24,11 +24,11 @@ from pydantic import (
     model_validator,
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from runnel_client.webhooks import webhook_key
 
 from adapters.postgres.pool import DatabaseBounds
 from application.maintenance import UpkeepSettings
 from application.node import NodeSettings
-from client.webhooks import webhook_key
 from domain.credit_ceilings import INT64_MAX, CreditCeilings
 from domain.definition import MAX_OPEN_OBJECTS_CEILING, MAX_UNREAD_ITEMS_CEILING
 from entrypoints.trusted_proxies import parse_networks

@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from client import FollowState, LiveEvent, Record, RunnelClient, RunnelError
+from runnel_client import FollowState, LiveEvent, Record, RunnelClient, RunnelError
 
 STATUS_EVERY_SECONDS = 1.0
 

@@ -4,7 +4,7 @@ Rules:
 - the body is the event as compact JSON (`event_id`, `tenant`, `run_id`, `stream_id`,
   `sequence`, `record`); `(tenant, run_id)` names the run, since the same run id in
   two tenants is two runs;
-- every attempt is signed the Standard Webhooks way (`client/webhooks.py`, the one home
+- every attempt is signed the Standard Webhooks way (`runnel_client/webhooks.py`, the one home
   of the scheme, which receivers verify with): `webhook-id` and `Idempotency-Key` carry
   `event_id`, stable across retries and processes, so the receiver deduplicates
   redeliveries; `webhook-timestamp` is the attempt's time, so a retry hours later is
@@ -21,10 +21,10 @@ from types import TracebackType
 from typing import Any
 
 import httpx
+from runnel_client.webhooks import webhook_headers
 
 from adapters.clock import SystemClock
 from application.ports import Clock, InputEvent
-from client.webhooks import webhook_headers
 
 TIMEOUT_SECONDS = 10.0
 

@@ -26,8 +26,8 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from runnel_client import AsyncRunnelClient, FollowState, Record, RunnelError
 
-from client import AsyncRunnelClient, FollowState, Record, RunnelError
 from tests.e2e.nginx import NGINX, running_nginx
 from tests.e2e.support import two_nodes
 from tests.http.server import API, RunnelServer, bearer, token

@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-
-from client import InputWebhook, WebhookVerificationError, verify_webhook
+from runnel_client import InputWebhook, WebhookVerificationError, verify_webhook
 
 
 def new_webhook_secret() -> str:

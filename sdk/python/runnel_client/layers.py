@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
-from client.wire import LiveEvent, Record
+from runnel_client.wire import LiveEvent, Record
 
 MAX_TRACKED_STEPS = 4096
 """Steps a follower remembers (settled steps and attempts): the least recently seen is

@@ -10,7 +10,7 @@ import json
 import threading
 from typing import Any
 
-from client import (
+from runnel_client import (
     AsyncRunnelClient,
     FollowState,
     InMemoryRunnel,
@@ -19,9 +19,10 @@ from client import (
     Record,
     RunnelClient,
 )
-from tests.client.support import Collector
+
 from tests.http.server import RunnelServer, token
 from tests.http.support import GUARD_SECONDS
+from tests.sdk.support import Collector
 
 Item = Record | LiveEvent
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from runnel_client import InMemoryRunnel, LiveEvent, LivePublisher, Record, RunnelError
 
-from client import InMemoryRunnel, LiveEvent, LivePublisher, Record, RunnelError
-from tests.client.support import Collector
+from tests.sdk.support import Collector
 
 DEFINITION = {"stream_id": "s", "content_class": "output.text"}
 

@@ -9,8 +9,7 @@ import threading
 import time
 
 import pytest
-
-from client import (
+from runnel_client import (
     AsyncRunnelClient,
     FollowState,
     Record,
@@ -18,9 +17,10 @@ from client import (
     RunnelError,
     TokenExpired,
 )
-from tests.client.support import Collector
+
 from tests.http.server import RunnelServer, token
 from tests.http.support import GUARD_SECONDS
+from tests.sdk.support import Collector
 
 SHORT_TTL = 2
 

@@ -7,7 +7,7 @@ when its token expires (`event: end`, reason `token_expired`, ADR 0023): with a
 token provider the follower asks it for a fresh token and resumes at once. A
 node that stops ends its subscriptions with reason `shutdown` (ADR 0029): the
 follower reconnects after a jittered backoff, at whichever node answers.
-With `live=True` it also applies the two-layer rules of `client.layers` (ADR
+With `live=True` it also applies the two-layer rules of `runnel_client.layers` (ADR
 0019): no live chunk of a step whose record arrived, none of an attempt older
 than the newest seen for its step.
 """
@@ -20,9 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from client.errors import ResyncRequired, TokenExpired
-from client.layers import Steps
-from client.wire import LiveEvent, Record
+from runnel_client.errors import ResyncRequired, TokenExpired
+from runnel_client.layers import Steps
+from runnel_client.wire import LiveEvent, Record
 
 
 class StreamEnded(Exception):

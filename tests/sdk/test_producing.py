@@ -8,11 +8,11 @@ from typing import Any
 
 import httpx
 import pytest
+from runnel_client import AsyncRunnelClient, BackpressureError, LiveEvent, LivePublisher, Record
 
-from client import AsyncRunnelClient, BackpressureError, LiveEvent, LivePublisher, Record
-from tests.client.support import Collector
 from tests.http.server import RunnelServer, bearer, token
 from tests.http.support import GUARD_SECONDS
+from tests.sdk.support import Collector
 
 TIGHT = {"stream_id": "s", "content_class": "output.text", "consumers": ["ui"],
          "credit": {"max_unread_items": 2, "on_unread_full": "reject"}}

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from client.errors import RunnelError
-from client.layers import Steps
-from client.wire import LiveEvent, Record
+from runnel_client.errors import RunnelError
+from runnel_client.layers import Steps
+from runnel_client.wire import LiveEvent, Record
 
 MAX_BATCH = 1000
 
@@ -162,7 +162,7 @@ class InMemoryRunnel:
         """Every record above `after`, then waits for more; ends once the stream is closed.
         With `live=True` (always for a `best_effort` stream) also the chunks published
         while following, under the same two-layer rules as the real client's (no chunk
-        of a step whose record arrived, none of an older attempt; `client.layers`)."""
+        of a step whose record arrived, none of an older attempt; `runnel_client.layers`)."""
         stream = self._stream(run_id, stream_id)
         if after > len(stream.records):
             raise _refuse(400, "future_cursor", "cursor beyond head")

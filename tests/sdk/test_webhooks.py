@@ -8,9 +8,8 @@ import json
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from client import InputWebhook, WebhookVerificationError, verify_webhook
-from client.webhooks import sign, webhook_headers, webhook_key
+from runnel_client import InputWebhook, WebhookVerificationError, verify_webhook
+from runnel_client.webhooks import sign, webhook_headers, webhook_key
 
 SECRET = "whsec_" + base64.b64encode(bytes(range(32))).decode()
 NOW = 1_790_000_000

@@ -10,9 +10,17 @@ from typing import Any
 import httpx
 from httpx_sse import aconnect_sse
 
-from client.errors import BackpressureError, ResyncRequired, TokenExpired
-from client.following import FollowState, StreamEnded, Unavailable, backoff
-from client.wire import LiveEvent, Record, checked, problem_of, records_body, run_path, stream_path
+from runnel_client.errors import BackpressureError, ResyncRequired, TokenExpired
+from runnel_client.following import FollowState, StreamEnded, Unavailable, backoff
+from runnel_client.wire import (
+    LiveEvent,
+    Record,
+    checked,
+    problem_of,
+    records_body,
+    run_path,
+    stream_path,
+)
 
 ResyncHandler = Callable[[ResyncRequired], int]
 TokenProvider = Callable[[], str | Awaitable[str]]
@@ -102,7 +110,7 @@ class AsyncRunnelClient:
         without it `ResyncRequired` is raised.
 
         With `live=True` the best-effort live chunks published while following come as
-        `LiveEvent`s, under the two-layer rules (ADR 0019, `client.layers`): a record
+        `LiveEvent`s, under the two-layer rules (ADR 0019, `runnel_client.layers`): a record
         names its step by its `idempotency_key` (`Record.step`); once it arrived, no
         live chunk whose `source` is that step is yielded any more, and a reader showing
         the step's live text drops it. A chunk of an attempt below the newest seen for

@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 import httpx
 
-from client.errors import RunnelError, error_from_response
+from runnel_client.errors import RunnelError, error_from_response
 
 API_PREFIX = "/api/workflow-streams"
 

@@ -10,15 +10,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import SecretStr
+from runnel_client import AsyncRunnelClient, FollowState, Record, ResyncRequired, RunnelError
+from runnel_client.following import StreamEnded, Unavailable, backoff
 
-from client import AsyncRunnelClient, FollowState, Record, ResyncRequired, RunnelError
-from client.following import StreamEnded, Unavailable, backoff
 from domain.identifiers import StreamKey
 from entrypoints.container import Container, running
 from entrypoints.settings import Settings
-from tests.client.support import Collector
 from tests.http.restart import RestartableServer, restartable_server
 from tests.http.server import SECRET, RunnelServer, token
+from tests.sdk.support import Collector
 
 PAYLOADS = [{"n": n} for n in range(1, 7)]
 

@@ -9,9 +9,17 @@ from typing import Any
 import httpx
 from httpx_sse import connect_sse
 
-from client.errors import BackpressureError, ResyncRequired, TokenExpired
-from client.following import FollowState, StreamEnded, Unavailable, backoff
-from client.wire import LiveEvent, Record, checked, problem_of, records_body, run_path, stream_path
+from runnel_client.errors import BackpressureError, ResyncRequired, TokenExpired
+from runnel_client.following import FollowState, StreamEnded, Unavailable, backoff
+from runnel_client.wire import (
+    LiveEvent,
+    Record,
+    checked,
+    problem_of,
+    records_body,
+    run_path,
+    stream_path,
+)
 
 
 class RunnelClient:
