@@ -14,7 +14,12 @@ single-record appends at 1 and 16 connections on one hot stream, 16 connections 
 streams, and batches of 100 records at 8 connections on 8 streams. Each figure is the median
 of the rounds, with p50/p99 latency per request, and single appends as a ratio of the floor.
 
-    .venv/bin/python -m bench.http [--seconds 5] [--rounds 3]
+    .venv/bin/python -m bench.http [--seconds 5] [--rounds 3] [--peers]
+
+`--peers` (`make bench-peers`) also runs the same client against the Durable Streams
+reference server (`@durable-streams/server` from npm, file-backed, installed into a temp dir
+on demand; skipped with a message when `node` is missing): single JSON messages at 16
+connections on 16 streams, and JSON arrays of 100 messages at 8 connections on 8 streams.
 """
 
 from __future__ import annotations
@@ -22,10 +27,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -196,6 +203,49 @@ async def runnel_figures(args: argparse.Namespace) -> dict[str, Figure]:
         await admin.close()
 
 
+PEER_PACKAGE = "@durable-streams/server@0.3.7"
+PEER_SERVER = """
+const { DurableStreamTestServer } = require(process.argv[1]);
+new DurableStreamTestServer({ host: "127.0.0.1", port: Number(process.argv[2]),
+                              dataDir: process.argv[3] }).start();
+"""
+
+
+async def peer_figures(args: argparse.Namespace) -> dict[str, Figure] | str:
+    """The Durable Streams reference server under the same client, or why it did not run."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        return "skipped: node and npm are needed for the Durable Streams reference server"
+    with tempfile.TemporaryDirectory(prefix="runnel-bench-peer-") as folder:
+        installed = subprocess.run(["npm", "install", "--silent", "--prefix", folder,
+                                    PEER_PACKAGE], capture_output=True, text=True)
+        if installed.returncode != 0:
+            return f"skipped: npm install {PEER_PACKAGE} failed: {installed.stderr[-300:]}"
+        module = str(Path(folder) / "node_modules" / "@durable-streams" / "server")
+        port = free_port()
+        data = Path(folder) / "data"
+        data.mkdir()
+        with process(["node", "-e", PEER_SERVER, module, str(port), str(data)], {}) as child:
+            await wait_listening(port, child)
+            json_type = {"Content-Type": "application/json"}
+            results: dict[str, list[Figure]] = {"single": [], "batch": []}
+            for round_number in range(args.rounds + 1):  # the first round warms up
+                for label, connections, records in (("single", 16, 1), ("batch", 8, 100)):
+                    paths = [f"/v1/stream/r{round_number}-{label}-{index}"
+                             for index in range(connections)]
+                    for path in paths:
+                        status, answer = await send_once(port, request("PUT", path, b"",
+                                                                       json_type))
+                        if status not in (200, 201):
+                            raise RuntimeError(f"peer create answered {status}: {answer!r}")
+                    body = json.dumps([{"token": "Hel"}] * records).encode()
+                    messages = [request("POST", path, body, json_type) for path in paths]
+                    figure = await load(port, lambda index, messages=messages: messages[index],
+                                        connections, 1.0 if round_number == 0 else args.seconds)
+                    if round_number:
+                        results[label].append(figure)
+            return {label: _median(figures) for label, figures in results.items()}
+
+
 def _line(label: str, figure: Figure, records: int, ratio: Callable[[Figure], str]) -> str:
     return (f"  {label:36} {figure.rate:>9,.0f} req/s {figure.rate * records:>10,.0f} rec/s"
             f"   p50 {figure.p50_ms:6.2f} ms  p99 {figure.p99_ms:7.2f} ms  {ratio(figure)}")
@@ -214,12 +264,25 @@ async def main(args: argparse.Namespace) -> None:
         print(_line(label, figures[label], records,
                     lambda figure, records=records: "" if records > 1
                     else f"{figure.rate / floor.rate:.2f}x floor"))
+    if not args.peers:
+        return
+    peers = await peer_figures(args)
+    if isinstance(peers, str):
+        print(f"  Durable Streams reference server: {peers}")
+        return
+    ours = figures["batch of 100, 8 conns, 8 streams"].rate * 100
+    print(_line("DS reference, single, 16 conns, 16 st", peers["single"], 1,
+                lambda figure: f"{figure.rate / floor.rate:.2f}x floor"))
+    print(_line("DS reference, batch of 100, 8 conns", peers["batch"], 100,
+                lambda figure: f"Runnel batches: {ours / (figure.rate * 100):.2f}x this"))
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--peers", action="store_true",
+                        help="also measure the Durable Streams reference server")
     parser.add_argument("--serve-echo", choices=("litestar", "asgi"), help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parsed = parser.parse_args()
