@@ -84,7 +84,10 @@ def dbos_apps() -> Iterator[list[DbosApp]]:
 
 
 def test_the_workflow_id_names_one_run_of_one_tenant() -> None:
-    assert workflow_id_for("acme", "run-1") != workflow_id_for("acme:run-1", "")  # noqa: PLC1901
+    # ':' is in the id alphabet, so a ':' join would send ("a:b", "c") and ("a", "b:c") to one
+    # workflow; '/' is not, so they stay apart.
+    assert workflow_id_for("a:b", "c") != workflow_id_for("a", "b:c")
+    assert workflow_id_for("t1", "r") != workflow_id_for("t2", "r")
     assert run_of(workflow_id_for("acme", "r:1.x")) == ("acme", "r:1.x")
     for bad in ("acme", "/run", "acme/", "a/b/c"):
         with pytest.raises(ValueError):
