@@ -14,9 +14,9 @@ Rules:
   `keepalive_seconds`, so a dead peer is noticed without traffic;
 - every outage (refused or lost connection, a bound reached, the server
   shutting down or out of connections, no host of a multi-host DSN writable, a
-  connection that reached a read-only standby, a closed connection used again) leaves an `acquire()` block as
-  `StoreUnavailable`, whatever query raised it; the adapters' own queries all run
-  in such blocks (`Pool.fetch` and friends take one themselves). A full disk
+  connection that reached a read-only standby, a closed connection used again)
+  leaves an `acquire()` block as `StoreUnavailable`, whatever query raised it; the
+  adapters' own queries all run in such blocks (`Pool.fetch` and friends take one themselves). A full disk
   (SQLSTATE 53100) is the outage `StoreFull`: the statement failed, nothing of it
   was stored. Other database errors pass unchanged.
 """

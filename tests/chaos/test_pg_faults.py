@@ -47,14 +47,18 @@ def cluster() -> Iterator[Cluster]:
 @contextlib.asynccontextmanager
 async def serving(dsn: str, tmp_path: Path, workers: bool = False
                   ) -> AsyncIterator[tuple[list[RunnelServer], Load]]:
-    """Two nodes on `dsn` (migrated first), and a load on both, its stream created."""
+    """Two nodes on `dsn` (migrated first; started side by side), and a load on both, its
+    stream created."""
     await migrate(dsn)
     env = {**ENV, "RUNNEL_DATABASE_URL": dsn}
-    nodes: list[RunnelServer] = []
+    started = await asyncio.gather(*(asyncio.to_thread(
+        RunnelServer.start, env, tmp_path / f"node{n}", workers and n == 0) for n in range(2)),
+        return_exceptions=True)
+    nodes = [node for node in started if isinstance(node, RunnelServer)]
     try:
-        for n in range(2):
-            nodes.append(await asyncio.to_thread(
-                RunnelServer.start, env, tmp_path / f"node{n}", workers and n == 0))
+        for failed in started:
+            if isinstance(failed, BaseException):
+                raise failed
         load = Load([node.api for node in nodes], token("acme"), "acme")
         await load.create()
         yield nodes, load
