@@ -16,9 +16,9 @@ Rules:
   shutting down or out of connections, no host of a multi-host DSN writable, a
   connection that reached a read-only standby, a closed connection used again)
   leaves an `acquire()` block as `StoreUnavailable`, whatever query raised it; the
-  adapters' own queries all run in such blocks (`Pool.fetch` and friends take one themselves). A full disk
-  (SQLSTATE 53100) is the outage `StoreFull`: the statement failed, nothing of it
-  was stored. Other database errors pass unchanged.
+  adapters' own queries all run in such blocks (`Pool.fetch` and friends take one
+  themselves). A full disk (SQLSTATE 53100) is the outage `StoreFull`: the
+  statement failed, nothing of it was stored. Other database errors pass unchanged.
 """
 
 from __future__ import annotations
