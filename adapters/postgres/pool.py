@@ -14,7 +14,8 @@ Rules:
   `keepalive_seconds`, so a dead peer is noticed without traffic;
 - every outage (refused or lost connection, a bound reached, the server
   shutting down or out of connections, no host of a multi-host DSN writable, a
-  connection that reached a read-only standby, a closed connection used again)
+  connection that reached a read-only standby, a closed connection used again, a
+  connection whose protocol state the client lost)
   leaves an `acquire()` block as `StoreUnavailable`, whatever query raised it; the
   adapters' own queries all run in such blocks (`Pool.fetch` and friends take one
   themselves). A full disk (SQLSTATE 53100) is the outage `StoreFull`: the
@@ -39,8 +40,10 @@ OUTAGES: tuple[type[BaseException], ...] = (
     asyncpg.PostgresConnectionError,  # SQLSTATE class 08
     asyncpg.exceptions.OperatorInterventionError,  # 57: statement timeout, shutdown
     asyncpg.exceptions.InsufficientResourcesError,  # 53: disk full, memory, connections
-    # Failing over: every host of the DSN answers, none is (yet) the primary.
-    asyncpg.exceptions.TargetServerAttributeNotMatched,
+    # The client lost track of the connection: a server that crashed sent its FATAL
+    # between two statements, or (`TargetServerAttributeNotMatched`) failing over,
+    # every host of the DSN answers but none is the primary yet.
+    asyncpg.exceptions.InternalClientError,
     # A write reached a hot standby (a DSN or proxy that routes to any host).
     asyncpg.exceptions.ReadOnlySQLTransactionError,
 )

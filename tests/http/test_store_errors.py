@@ -38,6 +38,8 @@ def test_a_full_disk_is_store_full(error: BaseException) -> None:
     asyncpg.InterfaceError("cannot call Transaction.__aexit__(): the underlying connection "
                            "is closed"),
     asyncpg.InterfaceError("connection is closed"),
+    asyncpg.InternalClientError("cannot switch to state 15; another operation (2) is in "
+                                "progress"),
 ], ids=lambda error: type(error).__name__)
 def test_outages_are_store_unavailable_and_not_full(error: BaseException) -> None:
     unavailable = as_unavailable(error)
