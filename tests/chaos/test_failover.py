@@ -19,6 +19,10 @@ import asyncpg
 import pytest
 
 from adapters.postgres.bus import LISTEN_APPLICATION_NAME
+from adapters.postgres.pool import DatabaseBounds, open_pool
+from application.ports import StoreUnavailable
+from entrypoints.settings import Settings
+from entrypoints.startup import StartupRefused, preflight
 from tests.chaos.cluster import Cluster, available
 from tests.chaos.test_faults import SECONDS
 from tests.chaos.test_pg_faults import report, resumed_after, serving
@@ -82,5 +86,32 @@ async def test_killing_the_primary_and_promoting_its_sync_standby_loses_nothing(
             await _until_sessions(new_primary, UPKEEP_LEADER, 1)
         report("Postgres primary kill -9, sync standby promoted (multi-host DSN)", load,
                anomalies, nodes, f"{resumed_after(load, killed):.2f} s after the kill")
+    finally:
+        standby.destroy()
+
+
+async def test_while_no_host_is_writable_the_store_is_unavailable_not_refused(
+        primary: Cluster) -> None:
+    """Mid-failover every host may answer and none be the primary yet: the pool says
+    `StoreUnavailable` (a 503), and a starting node waits for a primary instead of
+    refusing its configuration; once the standby is promoted, both get through."""
+    standby = primary.standby()
+    try:
+        only_standby = (f"postgresql://postgres@127.0.0.1:{standby.port}/postgres"
+                        "?target_session_attrs=read-write")
+        bounds = DatabaseBounds(connect_timeout_seconds=5)
+        with pytest.raises(StoreUnavailable) as raised:
+            await open_pool(only_standby, bounds, max_size=2, server_settings={}, reset=None)
+        assert isinstance(raised.value.__cause__,
+                          asyncpg.exceptions.TargetServerAttributeNotMatched)
+        with pytest.raises(StartupRefused, match="did not answer within"):
+            await preflight(Settings(database_url=only_standby, startup_timeout_seconds=1))
+        await asyncio.to_thread(standby.promote)
+        await preflight(Settings(database_url=only_standby, startup_timeout_seconds=30))
+        pool = await open_pool(only_standby, bounds, max_size=2, server_settings={}, reset=None)
+        try:
+            assert await pool.fetchval("SELECT NOT pg_is_in_recovery()")
+        finally:
+            await pool.close()
     finally:
         standby.destroy()
