@@ -2,17 +2,22 @@
 of the store port, and the one error table gives each its answer. A full disk is
 `StoreFull` (503 `insufficient_storage`: nothing was stored); refused, lost or hung
 connections, and a failover in progress, are `StoreUnavailable` (503
-`store_unavailable`: the outcome is unknown); anything else is no outage at all.
+`store_unavailable`: the outcome is unknown); anything else is no outage at all. An
+open subscription the store fails just ends: its reader resumes from its cursor.
 """
 
 from __future__ import annotations
+
+from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
 
 from adapters.postgres.pool import as_unavailable
+from application.following import Frame, KeepaliveFrame
 from application.ports import StoreFull, StoreUnavailable
 from entrypoints.http.problems import classify, problem_body, problem_headers
+from entrypoints.http.sse import sse_messages
 
 exceptions = asyncpg.exceptions
 
@@ -69,3 +74,37 @@ def test_store_full_answers_503_insufficient_storage_with_retry_after() -> None:
 
 def test_an_unknown_outcome_stays_store_unavailable() -> None:
     assert classify(StoreUnavailable("lost")) == (503, "store_unavailable")
+
+
+class _FailingFollow:
+    """A follow whose store fails after one frame, as when Postgres dies under a stream."""
+
+    async def frames(self) -> AsyncIterator[Frame]:
+        yield KeepaliveFrame()
+        raise StoreUnavailable("the database is unavailable: ConnectionRefusedError")
+
+
+async def test_a_subscription_the_store_fails_ends_without_an_error_and_is_released() -> None:
+    released: list[bool] = []
+
+    async def release() -> None:
+        released.append(True)
+
+    messages = [message async for message in sse_messages(
+        _FailingFollow(), "r", "s", release)]  # type: ignore[arg-type]
+    assert [message.comment for message in messages] == ["ping"]
+    assert released == [True]
+
+
+async def test_any_other_failure_under_a_stream_still_propagates() -> None:
+    class Broken(_FailingFollow):
+        async def frames(self) -> AsyncIterator[Frame]:
+            yield KeepaliveFrame()
+            raise RuntimeError("a bug")
+
+    async def release() -> None:
+        return None
+
+    with pytest.raises(RuntimeError):
+        _ = [message async for message in sse_messages(
+            Broken(), "r", "s", release)]  # type: ignore[arg-type]
