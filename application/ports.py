@@ -325,6 +325,12 @@ class StoreUnavailable(Exception):
     idempotency key finds out without writing twice."""
 
 
+class StoreFull(StoreUnavailable):
+    """The store has no space left (its disk or tablespace is full): the statement that
+    needed space failed, so nothing of what was asked was stored, and the same request
+    succeeds once space returns."""
+
+
 class ObjectRegionUnavailable(LookupError):
     """This node has no object store for the region a body is pinned to."""
 

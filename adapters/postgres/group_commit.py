@@ -120,8 +120,8 @@ _WRITE_CONFLICT = "RN001"
 _CONFLICTS = (asyncpg.UniqueViolationError, asyncpg.DeadlockDetectedError)
 
 # Errors that leave the shared transaction unusable (or the connection gone).
-_DATABASE_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError,
-                    StoreUnavailable)
+_DATABASE_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError,
+                    OSError, TimeoutError, StoreUnavailable)
 
 
 @dataclass(eq=False)

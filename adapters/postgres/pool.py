@@ -13,10 +13,13 @@ Rules:
   connection probes the server (and gives up on unacknowledged data) after
   `keepalive_seconds`, so a dead peer is noticed without traffic;
 - every outage (refused or lost connection, a bound reached, the server
-  shutting down or out of connections) leaves an `acquire()` block as
-  `StoreUnavailable`, whatever query raised it; the adapters' own queries all run
-  in such blocks (`Pool.fetch` and friends take one themselves). Other database
-  errors pass unchanged.
+  shutting down or out of connections, no host of a multi-host DSN writable, a
+  connection that reached a read-only standby, a closed connection used again, a
+  connection whose protocol state the client lost)
+  leaves an `acquire()` block as `StoreUnavailable`, whatever query raised it; the
+  adapters' own queries all run in such blocks (`Pool.fetch` and friends take one
+  themselves). A full disk (SQLSTATE 53100) is the outage `StoreFull`: the
+  statement failed, nothing of it was stored. Other database errors pass unchanged.
 """
 
 from __future__ import annotations
@@ -29,19 +32,27 @@ from typing import Any
 import asyncpg
 from asyncpg.pool import Pool, PoolAcquireContext
 
-from application.ports import StoreUnavailable
+from application.ports import StoreFull, StoreUnavailable
 
 OUTAGES: tuple[type[BaseException], ...] = (
     OSError,  # refused, reset, unreachable
     TimeoutError,  # a client-side bound
     asyncpg.PostgresConnectionError,  # SQLSTATE class 08
     asyncpg.exceptions.OperatorInterventionError,  # 57: statement timeout, shutdown
-    asyncpg.exceptions.InsufficientResourcesError,  # 53: too many connections
+    asyncpg.exceptions.InsufficientResourcesError,  # 53: disk full, memory, connections
+    # The client lost track of the connection: a server that crashed sent its FATAL
+    # between two statements, or (`TargetServerAttributeNotMatched`) failing over,
+    # every host of the DSN answers but none is the primary yet.
+    asyncpg.exceptions.InternalClientError,
+    # A write reached a hot standby (a DSN or proxy that routes to any host).
+    asyncpg.exceptions.ReadOnlySQLTransactionError,
 )
 
 
 def is_outage(error: BaseException) -> bool:
-    return isinstance(error, OUTAGES)
+    # A connection the server dropped, used again (e.g. to roll back), says only that.
+    return isinstance(error, OUTAGES) or (isinstance(error, asyncpg.InterfaceError)
+                                          and "connection is closed" in str(error))
 
 
 @dataclass(frozen=True)
@@ -105,6 +116,10 @@ def as_unavailable(error: BaseException) -> StoreUnavailable | None:
     """`error` as the outage it is, or None when it is not one."""
     if isinstance(error, StoreUnavailable):
         return error
+    if isinstance(error, asyncpg.exceptions.DiskFullError):
+        full = StoreFull(f"the database is out of disk space: {type(error).__name__}")
+        full.__cause__ = error
+        return full
     if is_outage(error):
         unavailable = StoreUnavailable(f"the database is unavailable: {type(error).__name__}")
         unavailable.__cause__ = error

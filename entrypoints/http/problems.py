@@ -31,7 +31,7 @@ from litestar.exceptions import (
 )
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 
-from application.ports import NodeDraining, ObjectRegionUnavailable, StoreUnavailable
+from application.ports import NodeDraining, ObjectRegionUnavailable, StoreFull, StoreUnavailable
 from domain import errors as e
 from entrypoints.request_context import current_request
 from entrypoints.token_redaction import redact_tokens
@@ -109,6 +109,8 @@ PROBLEMS: dict[type[Exception], tuple[int, str]] = {
     ObjectRegionUnavailable: (503, "object_region_unavailable"),
     # The database refused or did not answer in time; a write's outcome is unknown.
     StoreUnavailable: (503, "store_unavailable"),
+    # The database's disk is full: nothing was stored; the same request works once it is not.
+    StoreFull: (503, "insufficient_storage"),
     NodeDraining: (503, "shutting_down"),
     ValidationException: (400, "invalid_request"),
     SerializationException: (400, "invalid_body"),
@@ -174,6 +176,9 @@ def _detail(exc: BaseException, status: int) -> str:
     if isinstance(exc, HeadersTooLarge | NotReady | ObjectRegionUnavailable | ClientDisconnected
                   | NodeDraining):
         return str(exc)
+    if isinstance(exc, StoreFull):
+        return ("the database is out of disk space: nothing of this request was stored; "
+                "retry it later")
     if isinstance(exc, StoreUnavailable):
         return ("the database did not answer in time; a write may or may not have been "
                 "stored: retry it with the same idempotency keys")

@@ -8,7 +8,10 @@
   `{"reason": "token_expired", "last_sequence": N}` when the credential that opened
   the subscription expires (resume with a fresh one from N), or `{"reason":
   "shutdown", …}` with a jittered `retry:` when the node stops (resume anywhere
-  from N), then the stream ends.
+  from N), then the stream ends;
+- when the database fails under an open stream (`StoreUnavailable`, a 503 had it come
+  before the first frame), the stream just ends: the reader resumes from its
+  `Last-Event-ID` on any node, as after any cut connection.
 
 Frames are pulled from the follow only when the transport took the previous
 one, so a slow reader costs one frame plus the socket buffers, never a queue.
@@ -17,6 +20,7 @@ one, so a slow reader costs one frame plus the socket buffers, never a queue.
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -34,6 +38,7 @@ from application.following import (
     RecordFrame,
     ResyncFrame,
 )
+from application.ports import StoreUnavailable
 from application.views import record_envelope
 from domain.errors import CursorPruned
 from entrypoints.http.problems import problem_body
@@ -44,6 +49,8 @@ SHUTDOWN_RETRY_MS = (500, 5000)
 YIELD_EVERY_FRAMES = 32
 """A backfill from memory may never suspend on its own; yield to the loop this often so
 a disconnect is noticed and other requests are served."""
+
+log = logging.getLogger("runnel.http")
 
 _encode = msgspec.json.Encoder().encode
 _RELEASES = "runnel.sse.releases"
@@ -88,6 +95,8 @@ async def sse_messages(follow: Follow, run_id: str, stream_id: str,
             sent += 1
             if sent % YIELD_EVERY_FRAMES == 0:
                 await asyncio.sleep(0)
+    except StoreUnavailable as outage:
+        log.warning("ending a subscription to %s/%s: %s", run_id, stream_id, outage)
     finally:
         await release()
 

@@ -128,6 +128,8 @@ class Load:
                 self.history.append(event)
                 self.tally.acked += 1
                 return
+            if response is not None:
+                event["code"] = _code(response)
             if response is not None and 400 <= response.status_code < 500:
                 event["outcome"] = "failed"
                 self.tally.failed += 1
@@ -222,7 +224,8 @@ class Load:
         await asyncio.gather(*readers, return_exceptions=True)
 
 
-_EXPECTED_503 = {"store_unavailable", "shutting_down", "not_ready", "too_many_connections"}
+_EXPECTED_503 = {"store_unavailable", "shutting_down", "not_ready", "too_many_connections",
+                 "insufficient_storage"}
 """5xx answers that are promises kept (an outage said as such), not server errors."""
 
 
