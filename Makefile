@@ -51,7 +51,8 @@ FUZZ_TARGETS := cursor last_event_id request_body definition record_payload base
 CHAOS_SECONDS ?= 30
 chaos: install
 	@RUNNEL_CHAOS_SECONDS=$(CHAOS_SECONDS) $(BIN)/pytest -s -p no:randomly \
-	  tests/chaos/test_faults.py > .chaos.log 2>&1; status=$$?; \
+	  tests/chaos/test_faults.py tests/chaos/test_net_faults.py tests/chaos/test_object_faults.py \
+	  tests/chaos/test_worker_faults.py > .chaos.log 2>&1; status=$$?; \
 	  grep -E '^\| ' .chaos.log | awk '!(/^\| (fault|---)/ && seen[$$0]++)'; \
 	  tail -1 .chaos.log; exit $$status
 
