@@ -48,7 +48,8 @@ async def test_a_silently_partitioned_listen_connection_opens_no_gap(
     proxy = BlackholeProxy(database)
     env = {**ENV, "RUNNEL_DATABASE_URL": database,
            "RUNNEL_LISTEN_DATABASE_URL": await proxy.start()}
-    nodes = [await asyncio.to_thread(Node, env, tmp_path / f"node{n}") for n in range(2)]
+    nodes = list(await asyncio.gather(*(asyncio.to_thread(Node, env, tmp_path / f"node{n}")
+                                        for n in range(2))))
     admin = await asyncpg.connect(database)
     stalled = 0.0
     try:
@@ -161,7 +162,8 @@ class Flood:
             await writer.drain()
         return await self._status(reader)
 
-    async def garbage(self, path: str, cursor: str) -> int | None:
+    async def garbage(self, path: str, cursor: str) -> int:
+        """The worse status of a subscription and of a read, each with `cursor` (0: none)."""
         reader, writer = await self._open()
         writer.write(self._request(path + "/subscribe", "Accept: text/event-stream",
                                    f"Last-Event-ID: {cursor}"))

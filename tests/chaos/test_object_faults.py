@@ -36,7 +36,7 @@ __all__ = ["database", "pg_template"]
 
 pytestmark = pytest.mark.postgres
 
-GRACE_SECONDS = 2
+GRACE_SECONDS = 1
 FAULTS = FaultRates(reset=0.1, stall=0.02, error=0.1, lost_answer=0.1, bad_keys=0.3)
 DEADLINE = 90.0
 

@@ -71,9 +71,11 @@ async def test_kill_9_of_a_worker_mid_claim_delivers_every_input_once_or_more(
     settings = {"wait_service": "webhook", "webhook_url": receiver.url,
                 "webhook_secret": receiver.secret,
                 "delivery_lease_seconds": str(LEASE_SECONDS)}
-    server = RunnelServer.start({**ENV, "RUNNEL_DATABASE_URL": database}, tmp_path / "node")
-    workers = [await start_worker(database, tmp_path / f"worker{n}", **settings)
-               for n in range(2)]
+    server, workers = await asyncio.gather(
+        asyncio.to_thread(RunnelServer.start, {**ENV, "RUNNEL_DATABASE_URL": database},
+                          tmp_path / "node"),
+        asyncio.gather(*(start_worker(database, tmp_path / f"worker{n}", **settings)
+                         for n in range(2))))
     doomed = workers[0]
     doomed_id = f"{os.uname().nodename}:{doomed.pid}"
     admin = await asyncpg.connect(database)
