@@ -335,13 +335,20 @@ class ObjectRegionUnavailable(LookupError):
     """This node has no object store for the region a body is pinned to."""
 
 
+class ObjectStoreUnavailable(Exception):
+    """The object store could not be reached, or failed, past its client's own retries.
+    What was asked may still have happened (a body written, a delete done): every object
+    step is safe to retry."""
+
+
 class ObjectStore(Protocol):
     """Object bodies, one store per region; keys are always chosen by Runnel.
 
     `put` streams the body and verifies size and SHA-256 itself (emulators
     accept wrong checksums): on a mismatch it keeps nothing and raises
     `SizeMismatch` / `DigestMismatch`. A region without a configured store
-    raises `ObjectRegionUnavailable` (never a silent write elsewhere).
+    raises `ObjectRegionUnavailable` (never a silent write elsewhere). A store that cannot
+    be reached or fails raises `ObjectStoreUnavailable`.
     """
 
     async def put(self, region: str, key: str, body: AsyncIterable[bytes], size: int,

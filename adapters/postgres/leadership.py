@@ -12,11 +12,14 @@ Rules:
   that fails is dropped, and the next attempt takes a fresh connection and tries again,
   so a leader that lost its session competes again like anyone else;
 - a follower keeps its connection and tries the lock on each call; an outage is an
-  answer of "not leading", never an error of the loop.
+  answer of "not leading", never an error of the loop;
+- calls are serialized: every led sweep of the process asks from its own task, and two
+  statements at once on the one session would fail it (and so drop the lead).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import asyncpg
@@ -39,12 +42,17 @@ class PostgresLeadership:
         self._bounds = bounds or DatabaseBounds()
         self._connection: asyncpg.Connection | None = None
         self._leading = False
+        self._asking = asyncio.Lock()
 
     @property
     def leading(self) -> bool:
         return self._leading
 
     async def lead(self) -> bool:
+        async with self._asking:
+            return await self._lead()
+
+    async def _lead(self) -> bool:
         try:
             connection = await self._connected()
             if self._leading:

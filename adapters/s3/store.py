@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterator, Mapping
 from types import TracebackType
 from typing import Any, cast
 
 from aiobotocore.config import AioConfig
 from aiobotocore.session import AioSession, get_session
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from adapters.object_verification import verified_chunks
 from adapters.s3.config import S3RegionConfig
@@ -21,7 +21,12 @@ from adapters.s3.upload import (
     put_multipart,
     put_single,
 )
-from application.ports import ListedObject, ObjectEvidence, ObjectRegionUnavailable
+from application.ports import (
+    ListedObject,
+    ObjectEvidence,
+    ObjectRegionUnavailable,
+    ObjectStoreUnavailable,
+)
 
 DOWNLOAD_CHUNK = 64 * 1024
 _MISSING_CODES = frozenset({"404", "NoSuchKey", "NotFound"})
@@ -29,6 +34,20 @@ _MISSING_CODES = frozenset({"404", "NoSuchKey", "NotFound"})
 
 def _is_missing(error: ClientError) -> bool:
     return error.response.get("Error", {}).get("Code") in _MISSING_CODES
+
+
+@contextlib.contextmanager
+def _outage_is_unavailable() -> Iterator[None]:
+    """S3 unreachable (reset, refused, timed out) or failing (5xx) once botocore's retries
+    are spent is an outage, said as such; a refusal (4xx) stays what it is."""
+    try:
+        yield
+    except ClientError as error:
+        if error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500:
+            raise ObjectStoreUnavailable(f"S3 failed: {error}") from error
+        raise
+    except BotoCoreError as error:
+        raise ObjectStoreUnavailable(f"S3 did not answer: {type(error).__name__}") from error
 
 
 class S3ObjectStore:
@@ -39,7 +58,8 @@ class S3ObjectStore:
     Keys are used exactly as the caller (Runnel) chose them. A body is verified
     while it streams (size and SHA-256, `verified_chunks`); on a mismatch nothing
     is kept: a single put is never sent and a multipart upload is aborted. `stat`
-    reports the size S3 holds and the SHA-256 recorded at upload time.
+    reports the size S3 holds and the SHA-256 recorded at upload time. S3 unreachable or
+    failing raises `ObjectStoreUnavailable` (`_outage_is_unavailable`).
 
     Lifecycle: `async with S3ObjectStore(...)` or `await start()` … `await close()`;
     one aiobotocore client (and connection pool) per region for the process's life.
@@ -127,17 +147,23 @@ class S3ObjectStore:
         # An async generator in fact: close it at once on failure, not at collection.
         verified = cast(AsyncGenerator[bytes, None], verified_chunks(body, size, sha256))
         async with contextlib.aclosing(verified) as chunks:
-            # The declared size picks the path; verification bounds the buffer to it.
-            if size <= self._part_size:
-                await put_single(client, bucket, key, chunks, sha256)
-            else:
-                await put_multipart(client, bucket, key, chunks, sha256, self._part_size)
+            with _outage_is_unavailable():
+                await self._put(client, bucket, key, chunks, size, sha256)
         return ObjectEvidence(size, sha256)
+
+    async def _put(self, client: Any, bucket: str, key: str, chunks: AsyncIterable[bytes],
+                   size: int, sha256: str) -> None:
+        # The declared size picks the path; verification bounds the buffer to it.
+        if size <= self._part_size:
+            await put_single(client, bucket, key, chunks, sha256)
+        else:
+            await put_multipart(client, bucket, key, chunks, sha256, self._part_size)
 
     async def stat(self, region: str, key: str) -> ObjectEvidence | None:
         client, bucket = self._target(region)
         try:
-            head = await client.head_object(Bucket=bucket, Key=key)
+            with _outage_is_unavailable():
+                head = await client.head_object(Bucket=bucket, Key=key)
         except ClientError as error:
             if _is_missing(error):
                 return None
@@ -163,24 +189,28 @@ class S3ObjectStore:
         """Stream a body in chunks; `FileNotFoundError` when there is none."""
         client, bucket = self._target(region)
         try:
-            response = await client.get_object(Bucket=bucket, Key=key)
+            with _outage_is_unavailable():
+                response = await client.get_object(Bucket=bucket, Key=key)
         except ClientError as error:
             if _is_missing(error):
                 raise FileNotFoundError(key) from error
             raise
-        async with response["Body"] as stream:
-            async for chunk in stream.iter_chunks(DOWNLOAD_CHUNK):
-                yield chunk
+        with _outage_is_unavailable():
+            async with response["Body"] as stream:
+                async for chunk in stream.iter_chunks(DOWNLOAD_CHUNK):
+                    yield chunk
 
     async def delete(self, region: str, key: str) -> None:
         client, bucket = self._target(region)
         # S3 answers 204 for an absent key too, which is what the port wants.
-        await client.delete_object(Bucket=bucket, Key=key)
+        with _outage_is_unavailable():
+            await client.delete_object(Bucket=bucket, Key=key)
 
     async def list_objects(self, region: str, prefix: str = "") -> AsyncIterator[ListedObject]:
         """Pages through ListObjectsV2 (multipart uploads in flight are not objects yet)."""
         client, bucket = self._target(region)
         paginator = client.get_paginator("list_objects_v2")
-        async for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
-            for entry in page.get("Contents", ()):
-                yield ListedObject(entry["Key"], entry["LastModified"])
+        with _outage_is_unavailable():
+            async for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
+                for entry in page.get("Contents", ()):
+                    yield ListedObject(entry["Key"], entry["LastModified"])

@@ -31,7 +31,13 @@ from litestar.exceptions import (
 )
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 
-from application.ports import NodeDraining, ObjectRegionUnavailable, StoreFull, StoreUnavailable
+from application.ports import (
+    NodeDraining,
+    ObjectRegionUnavailable,
+    ObjectStoreUnavailable,
+    StoreFull,
+    StoreUnavailable,
+)
 from domain import errors as e
 from entrypoints.request_context import current_request
 from entrypoints.token_redaction import redact_tokens
@@ -107,6 +113,8 @@ PROBLEMS: dict[type[Exception], tuple[int, str]] = {
     NotReady: (503, "not_ready"),
     # The stream pins its bodies to a region this node has no object store for.
     ObjectRegionUnavailable: (503, "object_region_unavailable"),
+    # S3 (or the node's object store) unreachable or failing; the step is safe to retry.
+    ObjectStoreUnavailable: (503, "object_store_unavailable"),
     # The database refused or did not answer in time; a write's outcome is unknown.
     StoreUnavailable: (503, "store_unavailable"),
     # The database's disk is full: nothing was stored; the same request works once it is not.
@@ -182,6 +190,9 @@ def _detail(exc: BaseException, status: int) -> str:
     if isinstance(exc, StoreUnavailable):
         return ("the database did not answer in time; a write may or may not have been "
                 "stored: retry it with the same idempotency keys")
+    if isinstance(exc, ObjectStoreUnavailable):
+        return ("the object store did not answer or failed; the step may or may not have "
+                "taken effect: retry it")
     if isinstance(exc, RecursionError):
         return "the JSON is nested too deeply"
     return HTTPStatus(status).description or HTTPStatus(status).phrase
@@ -194,7 +205,7 @@ def problem_headers(exc: BaseException, status: int) -> dict[str, str]:
         headers["Retry-After"] = str(max(1, int(retry)))
     if isinstance(exc, StoreUnavailable):
         headers["Retry-After"] = str(STORE_RETRY_AFTER_SECONDS)
-    if isinstance(exc, NodeDraining):
+    if isinstance(exc, NodeDraining | ObjectStoreUnavailable):
         headers["Retry-After"] = "1"
     if status == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="runnel"'
@@ -213,6 +224,9 @@ def problem_response(request: Request[Any, Any, Any], exc: Exception) -> Respons
     if isinstance(exc, StoreUnavailable):  # expected, and the store's log says why
         log.warning("store unavailable on %s %s: %r", request.method,
                     request.scope.get("path_template", request.url.path), exc.__cause__)
+    elif isinstance(exc, ObjectStoreUnavailable):  # an outage, said as such
+        log.warning("object store unavailable on %s %s: %s", request.method,
+                    request.scope.get("path_template", request.url.path), exc)
     elif status >= 500 and not isinstance(exc, NotReady | e.RegionFenced | NodeDraining):
         log.error("unhandled error on %s %s", request.method, request.scope.get("path_template",
                                                                                 request.url.path),

@@ -53,6 +53,8 @@ class Load:
     stream: str = "s"
     producers: int = 8
     subscribers: int = 4
+    pins: dict[str, Any] = field(default_factory=dict)
+    """More of the stream's definition, e.g. `{"direction": "input"}`."""
     history: list[dict[str, Any]] = field(default_factory=list)
     tally: Tally = field(default_factory=Tally)
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
@@ -69,7 +71,7 @@ class Load:
                     response = await client.post(
                         node + f"/runs/{self.run}/streams",
                         json={"stream_id": self.stream, "content_class": "output.text",
-                              "credit": {"max_unread_items": 100_000}})
+                              "credit": {"max_unread_items": 100_000}, **self.pins})
                 except httpx.TransportError:
                     continue
                 assert response.status_code in (200, 201), response.text

@@ -1,19 +1,24 @@
 """The S3 object store against moto's server over HTTP: multipart bodies, nothing
-kept on a mismatch, the checksum stored with the object, one bucket per region."""
+kept on a mismatch, the checksum stored with the object, one bucket per region, and an
+S3 that fails is unavailable (503), not an error."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import hashlib
 import random
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from adapters.s3 import S3ObjectStore, S3RegionConfig
+from application.ports import ObjectStoreUnavailable
 from domain.errors import DigestMismatch, SizeMismatch
+from tests.chaos.s3_proxy import FaultRates, S3FaultProxy
 from tests.contracts.object_store_contract import ObjectStoreContract
 from tests.s3 import MotoS3, moto_s3_server
 
@@ -267,3 +272,45 @@ def test_the_secret_key_never_appears_in_a_config_repr() -> None:
     config = S3RegionConfig(bucket="b", access_key="AKIA", secret_key="very-secret")
 
     assert "very-secret" not in repr(config)
+
+
+@pytest.mark.parametrize("fault", ["reset", "error", "lost_answer"])
+async def test_an_s3_that_fails_past_the_retries_is_unavailable_never_an_error(
+        moto_s3: MotoS3, monkeypatch: pytest.MonkeyPatch, fault: str) -> None:
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")  # botocore's retries would only delay it
+    bucket = moto_s3.new_bucket()
+    proxy = S3FaultProxy(moto_s3.endpoint_url)
+    config = dataclasses.replace(moto_s3.region_config(bucket), endpoint_url=proxy.start())
+    data = b"a body"
+    try:
+        async with S3ObjectStore({"eu": config}) as store:
+            await store.put("eu", KEY, chunks_of(data), len(data), sha(data))
+            proxy.set(FaultRates(**{fault: 1.0}))
+            await asyncio.sleep(0.1)  # the proxy's loop takes the rates
+            with pytest.raises(ObjectStoreUnavailable):
+                await store.put("eu", KEY, chunks_of(data), len(data), sha(data))
+            with pytest.raises(ObjectStoreUnavailable):
+                await store.stat("eu", KEY)
+            with pytest.raises(ObjectStoreUnavailable):
+                await anext(aiter(store.open("eu", KEY)))
+            with pytest.raises(ObjectStoreUnavailable):
+                await store.delete("eu", KEY)
+            with pytest.raises(ObjectStoreUnavailable):
+                await anext(aiter(store.list_objects("eu")))
+            proxy.calm()
+            await asyncio.sleep(0.1)
+            evidence = await store.stat("eu", KEY)
+            # A lost answer is a delete that did happen: unavailable means "may have".
+            assert (evidence is None) == (fault == "lost_answer")
+    finally:
+        proxy.close()
+
+
+async def test_a_refusal_of_s3_stays_a_refusal(moto_s3: MotoS3) -> None:
+    store = moto_s3.object_store({"eu": moto_s3.new_bucket_name()})  # never created
+    data = b"a body"
+    async with store:
+        with pytest.raises(ClientError) as refused:
+            await store.put("eu", KEY, chunks_of(data), len(data), sha(data))
+    assert not isinstance(refused.value, ObjectStoreUnavailable)
+    assert refused.value.response["Error"]["Code"] == "NoSuchBucket"

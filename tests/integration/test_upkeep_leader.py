@@ -82,6 +82,21 @@ async def test_one_contender_leads_per_region_and_another_takes_over_from_a_dead
     assert await holder(pg_dsn) is None  # closing hands the lead back
 
 
+async def test_the_leader_keeps_the_lead_when_its_led_sweeps_ask_at_once(
+        pg_dsn: str) -> None:  # noqa: F811
+    # Every led sweep of a process (retention, orphan sweep, upkeep) asks from its own task;
+    # two statements at once on the one session used to fail it and drop the lead.
+    leadership = PostgresLeadership(pg_dsn, "local")
+    try:
+        assert await leadership.lead()
+        pid = await holder(pg_dsn)
+        for _ in range(5):
+            assert await asyncio.gather(*(leadership.lead() for _ in range(4))) == [True] * 4
+        assert leadership.leading and await holder(pg_dsn) == pid
+    finally:
+        await leadership.close()
+
+
 async def test_two_maintenance_loops_take_turns_and_the_follower_takes_over(
         pg_dsn: str) -> None:  # noqa: F811
     passes: dict[str, int] = {"a": 0, "b": 0}
