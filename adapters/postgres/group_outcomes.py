@@ -21,7 +21,7 @@ from adapters.postgres.group_failures import group_outage
 from adapters.postgres.group_units import Unit
 from adapters.postgres.group_writes import GroupWrites
 from adapters.postgres.stream_cache import StreamCache
-from adapters.postgres.unit_of_work import LockedStream
+from adapters.postgres.unit_of_work import GroupStream
 from application.ports import Wake
 
 log = logging.getLogger("adapters.postgres.group_commit")  # the name operators grep for
@@ -71,7 +71,7 @@ class GroupOutcomes:
         self._region = region
 
     def publish_commit(self, group: Sequence[Unit], accepted: int,
-                       streams: Iterable[LockedStream], writes: GroupWrites) -> None:
+                       streams: Iterable[GroupStream], writes: GroupWrites) -> None:
         """`group` committed with `accepted` of its units: count it, keep its streams' new
         states and wake this process's readers (before any unit is answered)."""
         self.stats.committed(len(group), accepted)

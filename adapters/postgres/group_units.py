@@ -27,7 +27,7 @@ import asyncpg
 from adapters.postgres.codec import AggregateCodec
 from adapters.postgres.group_failures import DATABASE_ERRORS
 from adapters.postgres.unit_of_work import (
-    LockedStream,
+    GroupStream,
     NeedsLock,
     PostgresSession,
     accept,
@@ -75,7 +75,7 @@ class WorkUnit:
     def fail(self, error: BaseException) -> None:
         _fail(self.committed, error)
 
-    async def run_and_stage(self, stream: LockedStream, connection: asyncpg.Connection,
+    async def run_and_stage(self, stream: GroupStream, connection: asyncpg.Connection,
                             codec: AggregateCodec, *, optimistic: bool
                             ) -> BaseException | None:
         """Run `work` on a session of `stream` and keep what it staged; what it raised
@@ -137,7 +137,7 @@ class BodyUnit:
         """The caller's body ended (None: cleanly), or was cancelled on its way in."""
         _set(self.finished, failure)
 
-    async def run_and_stage(self, stream: LockedStream, connection: asyncpg.Connection,
+    async def run_and_stage(self, stream: GroupStream, connection: asyncpg.Connection,
                             codec: AggregateCodec) -> BaseException | None:
         """Hand the caller a session of `stream`, wait for its body, and keep what it
         staged; what the body raised (None: accepted)."""

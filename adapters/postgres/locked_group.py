@@ -32,7 +32,7 @@ from adapters.postgres.ids import stream_id
 from adapters.postgres.pool import as_unavailable
 from adapters.postgres.stream_cache import StreamCache
 from adapters.postgres.stream_rows import ROW_COLUMNS, UNREAD_SIZES, stream_from_row
-from adapters.postgres.unit_of_work import LockedStream
+from adapters.postgres.unit_of_work import GroupStream
 from domain.errors import NotFound
 from domain.identifiers import StreamKey
 
@@ -73,7 +73,7 @@ class LockedGroups:
         the group's writes, before its COMMIT (a fault-injection seam)."""
         accepted: list[Unit] = []
         pending = deque(group)
-        locked: dict[StreamKey, LockedStream] = {}
+        locked: dict[StreamKey, GroupStream] = {}
         try:
             async with self._pool.acquire() as connection, connection.transaction():
                 locked = await self._lock(connection, group)
@@ -125,11 +125,11 @@ class LockedGroups:
         return retry
 
     async def _lock(self, connection: asyncpg.Connection, group: Sequence[Unit]
-                    ) -> dict[StreamKey, LockedStream]:
+                    ) -> dict[StreamKey, GroupStream]:
         ids = sorted({stream_id(unit.key) for unit in group})
         rows = await connection.fetch(_LOCK_STREAMS, ids,
                                       [self._cache.version(row_id) for row_id in ids])
-        locked: dict[StreamKey, LockedStream] = {}
+        locked: dict[StreamKey, GroupStream] = {}
         for row in rows:
             key = StreamKey(row["tenant"], row["run_id"], row["stream_id"])
             row_id, version = row["id"], row["version"]
@@ -139,10 +139,10 @@ class LockedGroups:
                     await connection.fetchrow(_SNAPSHOT, row_id)  # evicted meanwhile
                 pristine = stream_from_row(self._codec, row_id, version, stored)
                 self._cache.remember(pristine)
-            locked[key] = LockedStream(key, row_id, pristine, row["run_erased"])
+            locked[key] = GroupStream(key, row_id, pristine, row["run_erased"])
         return locked
 
-    async def _run_one(self, unit: Unit, locked: dict[StreamKey, LockedStream],
+    async def _run_one(self, unit: Unit, locked: dict[StreamKey, GroupStream],
                        connection: asyncpg.Connection) -> bool:
         """Run one unit of work under the lock; True when it was accepted. A database
         error poisons the whole transaction (`GroupPoisoned`)."""

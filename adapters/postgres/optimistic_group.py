@@ -32,7 +32,7 @@ from adapters.postgres.group_units import StoreClosed, Unit, WorkUnit
 from adapters.postgres.group_writes import GroupWrites, write_statement
 from adapters.postgres.ids import stream_id
 from adapters.postgres.stream_cache import StreamCache
-from adapters.postgres.unit_of_work import LockedStream, NeedsLock
+from adapters.postgres.unit_of_work import GroupStream, NeedsLock
 from domain.identifiers import StreamKey
 
 CONTENDED_SECONDS = 1.0
@@ -55,10 +55,10 @@ class OptimisticGroups:
         self._max_group = max_group
         self._contended: dict[StreamKey, float] = {}
 
-    def _held_streams(self, group: Sequence[Unit]) -> dict[StreamKey, LockedStream] | None:
+    def _held_streams(self, group: Sequence[Unit]) -> dict[StreamKey, GroupStream] | None:
         """The held states to decide `group` on, or None when it has to run locked."""
         now = time.monotonic()
-        streams: dict[StreamKey, LockedStream] = {}
+        streams: dict[StreamKey, GroupStream] = {}
         for unit in group:
             if not isinstance(unit, WorkUnit) or self._contended.get(unit.key, 0.0) > now:
                 return None
@@ -67,7 +67,7 @@ class OptimisticGroups:
                 pristine = self._cache.pristine(row_id, self._cache.version(row_id))
                 if pristine is None:
                     return None
-                streams[unit.key] = LockedStream(unit.key, row_id, pristine, False)
+                streams[unit.key] = GroupStream(unit.key, row_id, pristine, False)
         return streams
 
     async def run(self, group: Sequence[Unit]) -> bool:
@@ -121,7 +121,7 @@ class OptimisticGroups:
                 unit.fail(failure)
         return True
 
-    def _contend(self, streams: dict[StreamKey, LockedStream]) -> None:
+    def _contend(self, streams: dict[StreamKey, GroupStream]) -> None:
         self._outcomes.stats.conflicts += 1
         until = time.monotonic() + CONTENDED_SECONDS
         if len(self._contended) > 4 * self._max_group:
