@@ -82,13 +82,14 @@ class ResyncFrame:
 Frame = RecordFrame | LiveFrame | KeepaliveFrame | EndFrame | ResyncFrame
 
 
-class Follow:
-    """One reader's position on one stream. Use `frames()` once, then `close()`."""
+class OpenFollow:
+    """One reader's open follow of one stream, and its position (opened by `Follower`). Use
+    `frames()` once, then `close()`."""
 
     def __init__(self, key: StreamKey, cursor: int, reader: RecordReader, gaps: GapEvidence,
                  node: NodeSettings, stack: AsyncExitStack, wakes: WakeSubscription | None,
                  first_page: RecordPage, expires_in: float | None = None,
-                 on_close: Callable[[Follow], None] | None = None) -> None:
+                 on_close: Callable[[OpenFollow], None] | None = None) -> None:
         self.key = key
         self.cursor = cursor
         self._reader = reader
@@ -244,7 +245,7 @@ class Follower:
         self._gaps = gaps
         self._node = node
         self.slots = slots
-        self._open: set[Follow] = set()
+        self._open: set[OpenFollow] = set()
         self._draining = False
 
     async def authorize(self, principal: Principal, run_id: str,
@@ -258,7 +259,7 @@ class Follower:
         return key, stream
 
     async def open(self, principal: Principal, run_id: str, stream_id: str, after: int,
-                   live: bool = False, expires_in: float | None = None) -> Follow:
+                   live: bool = False, expires_in: float | None = None) -> OpenFollow:
         """`expires_in`: seconds until the principal's credential expires; the follow ends
         there with `EndFrame("token_expired")`."""
         if self._draining:
@@ -284,8 +285,8 @@ class Follower:
         except BaseException:
             await stack.aclose()
             raise
-        follow = Follow(key, after, self._reader, self._gaps, self._node, stack, wakes, page,
-                        expires_in, on_close=self._open.discard)
+        follow = OpenFollow(key, after, self._reader, self._gaps, self._node, stack, wakes,
+                            page, expires_in, on_close=self._open.discard)
         self._open.add(follow)
         return follow
 

@@ -27,10 +27,10 @@ from litestar.types import ASGIApp, Receive, Scope, Send
 
 from application.following import (
     EndFrame,
-    Follow,
     Frame,
     KeepaliveFrame,
     LiveFrame,
+    OpenFollow,
     RecordFrame,
     ResyncFrame,
 )
@@ -78,7 +78,7 @@ def _json(value: Any) -> str:
     return _encode(value).decode()
 
 
-async def sse_messages(follow: Follow, run_id: str, stream_id: str,
+async def sse_messages(follow: OpenFollow, run_id: str, stream_id: str,
                        release: Release) -> AsyncIterator[ServerSentEventMessage]:
     try:
         sent = 0
@@ -94,7 +94,7 @@ async def sse_messages(follow: Follow, run_id: str, stream_id: str,
 class ReaderLease:
     """One open subscription: counted in the readers gauge until released, exactly once."""
 
-    def __init__(self, follow: Follow, metrics: Metrics) -> None:
+    def __init__(self, follow: OpenFollow, metrics: Metrics) -> None:
         self._follow = follow
         self._metrics = metrics
         self._released = False
