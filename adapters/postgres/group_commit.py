@@ -63,7 +63,12 @@ from typing import Any
 import asyncpg
 
 from adapters.postgres.codec import AggregateCodec
-from adapters.postgres.group_outcomes import GroupCommitStats, GroupOutcomes, OnCommitted
+from adapters.postgres.group_outcomes import (
+    GroupCommitStats,
+    GroupOutcomes,
+    GroupResources,
+    OnCommitted,
+)
 from adapters.postgres.group_units import (
     BodyUnit,
     StoreClosed,
@@ -89,11 +94,9 @@ class GroupCommitter:
                  origin: str, on_committed: OnCommitted, region: str, connections: int = 3,
                  max_group: int = 256, optimistic: bool = True) -> None:
         self._outcomes = GroupOutcomes(cache, on_committed, region)
-        self._optimistic = OptimisticGroups(pool, codec, cache, self._outcomes,
-                                            origin=origin, region=region,
-                                            max_group=max_group)
-        self._locked = LockedGroups(pool, codec, cache, self._outcomes, origin=origin,
-                                    region=region)
+        shared = GroupResources(pool, codec, cache, self._outcomes, origin, region)
+        self._optimistic = OptimisticGroups(shared, max_group)
+        self._locked = LockedGroups(shared)
         self._connections = connections
         self._max_group = max_group
         self._queue: deque[Unit] = deque()

@@ -16,6 +16,9 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+import asyncpg
+
+from adapters.postgres.codec import AggregateCodec
 from adapters.postgres.fences import is_fenced, refusal
 from adapters.postgres.group_failures import group_outage
 from adapters.postgres.group_units import Unit
@@ -107,3 +110,17 @@ class GroupOutcomes:
         for unit in group:
             unit.fail(refusal(self._region, error))
         return True
+
+
+@dataclass(frozen=True)
+class GroupResources:
+    """What every group of one committer runs with, optimistic or locked."""
+
+    pool: asyncpg.Pool
+    codec: AggregateCodec
+    cache: StreamCache
+    outcomes: GroupOutcomes
+    origin: str
+    """This process's origin in the wakes it sends (`encode_wake`)."""
+    region: str
+    """The node's region, checked against the fence by every write statement."""

@@ -23,14 +23,12 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import asyncpg
 
-from adapters.postgres.codec import AggregateCodec
 from adapters.postgres.group_failures import DATABASE_ERRORS, GroupPoisoned
-from adapters.postgres.group_outcomes import GroupOutcomes, log
+from adapters.postgres.group_outcomes import GroupResources, log
 from adapters.postgres.group_units import BodyUnit, StoreClosed, Unit, WorkUnit
 from adapters.postgres.group_writes import GroupWrites, write_statement
 from adapters.postgres.ids import stream_id
 from adapters.postgres.pool import as_unavailable
-from adapters.postgres.stream_cache import StreamCache
 from adapters.postgres.stream_rows import ROW_COLUMNS, UNREAD_SIZES, stream_from_row
 from adapters.postgres.unit_of_work import GroupStream
 from domain.errors import NotFound
@@ -57,14 +55,9 @@ _SNAPSHOT = f"SELECT {ROW_COLUMNS} FROM streams AS s WHERE s.id = $1"
 class LockedGroups:
     """Runs groups under the row lock for one committer."""
 
-    def __init__(self, pool: asyncpg.Pool, codec: AggregateCodec, cache: StreamCache,
-                 outcomes: GroupOutcomes, *, origin: str, region: str) -> None:
-        self._pool = pool
-        self._codec = codec
-        self._cache = cache
-        self._outcomes = outcomes
-        self._origin = origin
-        self._region = region
+    def __init__(self, shared: GroupResources) -> None:
+        self._shared = shared
+        self._outcomes = shared.outcomes
 
     async def run(self, group: Sequence[Unit], before_commit: BeforeCommit | None
                   ) -> list[Unit]:
@@ -75,7 +68,7 @@ class LockedGroups:
         pending = deque(group)
         locked: dict[StreamKey, GroupStream] = {}
         try:
-            async with self._pool.acquire() as connection, connection.transaction():
+            async with self._shared.pool.acquire() as connection, connection.transaction():
                 locked = await self._lock(connection, group)
                 while pending:
                     unit = pending.popleft()
@@ -83,9 +76,9 @@ class LockedGroups:
                         accepted.append(unit)
                 writes = GroupWrites()
                 for stream in locked.values():
-                    writes.add(stream, self._codec, self._origin)
+                    writes.add(stream, self._shared.codec, self._shared.origin)
                 if writes.wakes:
-                    statement, arguments = write_statement(writes, self._region)
+                    statement, arguments = write_statement(writes, self._shared.region)
                     await connection.execute(statement, *arguments)
                 if before_commit is not None:
                     await before_commit()
@@ -128,17 +121,17 @@ class LockedGroups:
                     ) -> dict[StreamKey, GroupStream]:
         ids = sorted({stream_id(unit.key) for unit in group})
         rows = await connection.fetch(_LOCK_STREAMS, ids,
-                                      [self._cache.version(row_id) for row_id in ids])
+                                      [self._shared.cache.version(row_id) for row_id in ids])
         locked: dict[StreamKey, GroupStream] = {}
         for row in rows:
             key = StreamKey(row["tenant"], row["run_id"], row["stream_id"])
             row_id, version = row["id"], row["version"]
-            pristine = self._cache.pristine(row_id, version)
+            pristine = self._shared.cache.pristine(row_id, version)
             if row["snapshot"] is not None or pristine is None:
                 stored = row if row["snapshot"] is not None else \
                     await connection.fetchrow(_SNAPSHOT, row_id)  # evicted meanwhile
-                pristine = stream_from_row(self._codec, row_id, version, stored)
-                self._cache.remember(pristine)
+                pristine = stream_from_row(self._shared.codec, row_id, version, stored)
+                self._shared.cache.remember(pristine)
             locked[key] = GroupStream(key, row_id, pristine, row["run_erased"])
         return locked
 
@@ -155,7 +148,7 @@ class LockedGroups:
         match unit:
             case WorkUnit():
                 try:
-                    failure = await unit.run_and_stage(stream, connection, self._codec,
+                    failure = await unit.run_and_stage(stream, connection, self._shared.codec,
                                                        optimistic=False)
                 except DATABASE_ERRORS as error:
                     unit.fail(as_unavailable(error) or error)
@@ -164,7 +157,7 @@ class LockedGroups:
                     unit.fail(failure)
             case BodyUnit():
                 # The body raised in its caller's task, which answers its caller.
-                failure = await unit.run_and_stage(stream, connection, self._codec)
+                failure = await unit.run_and_stage(stream, connection, self._shared.codec)
                 if isinstance(failure, DATABASE_ERRORS):
                     raise GroupPoisoned(failure) from failure
         return failure is None

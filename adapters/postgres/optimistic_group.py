@@ -23,15 +23,11 @@ import asyncio
 import time
 from collections.abc import Sequence
 
-import asyncpg
-
-from adapters.postgres.codec import AggregateCodec
 from adapters.postgres.group_failures import DATABASE_ERRORS, is_conflict
-from adapters.postgres.group_outcomes import GroupOutcomes, log
+from adapters.postgres.group_outcomes import GroupResources, log
 from adapters.postgres.group_units import StoreClosed, Unit, WorkUnit
 from adapters.postgres.group_writes import GroupWrites, write_statement
 from adapters.postgres.ids import stream_id
-from adapters.postgres.stream_cache import StreamCache
 from adapters.postgres.unit_of_work import GroupStream, NeedsLock
 from domain.identifiers import StreamKey
 
@@ -43,15 +39,9 @@ process is writing it, so deciding on the state held here would likely be wasted
 class OptimisticGroups:
     """Runs groups optimistically for one committer, and remembers contended streams."""
 
-    def __init__(self, pool: asyncpg.Pool, codec: AggregateCodec, cache: StreamCache,
-                 outcomes: GroupOutcomes, *, origin: str, region: str,
-                 max_group: int) -> None:
-        self._pool = pool
-        self._codec = codec
-        self._cache = cache
-        self._outcomes = outcomes
-        self._origin = origin
-        self._region = region
+    def __init__(self, shared: GroupResources, max_group: int) -> None:
+        self._shared = shared
+        self._outcomes = shared.outcomes
         self._max_group = max_group
         self._contended: dict[StreamKey, float] = {}
 
@@ -64,7 +54,7 @@ class OptimisticGroups:
                 return None
             if unit.key not in streams:
                 row_id = stream_id(unit.key)
-                pristine = self._cache.pristine(row_id, self._cache.version(row_id))
+                pristine = self._shared.cache.pristine(row_id, self._shared.cache.version(row_id))
                 if pristine is None:
                     return None
                 streams[unit.key] = GroupStream(unit.key, row_id, pristine, False)
@@ -80,17 +70,17 @@ class OptimisticGroups:
         ran: list[tuple[WorkUnit, BaseException | None]] = []
         writes = GroupWrites()
         try:
-            async with self._pool.acquire() as connection:
+            async with self._shared.pool.acquire() as connection:
                 for unit in work:
                     if not unit.abandoned:
                         ran.append((unit, await unit.run_and_stage(
-                            streams[unit.key], connection, self._codec, optimistic=True)))
+                            streams[unit.key], connection, self._shared.codec, optimistic=True)))
                 if not ran:
                     return True
                 for stream in streams.values():
                     writes.check(stream)
-                    writes.add(stream, self._codec, self._origin)
-                statement, arguments = write_statement(writes, self._region)
+                    writes.add(stream, self._shared.codec, self._shared.origin)
+                statement, arguments = write_statement(writes, self._shared.region)
                 await connection.execute(statement, *arguments)
         except asyncio.CancelledError:  # the store is closing: whatever was sent, say so
             for queued in group:
