@@ -10,7 +10,7 @@ from application.access import run_key, stream_for_reading, stream_key
 from application.node import NodeSettings
 from application.ports import Clock, StreamStore
 from domain.definition import build_definition
-from domain.errors import DefinitionConflict, InvalidCursor, NotFound
+from domain.errors import DefinitionConflict, InvalidLimit, NotFound
 from domain.identifiers import validate_id
 from domain.principal import Principal, Scope, may_read
 from domain.residency import (
@@ -73,8 +73,8 @@ class StreamDefinitions:
         is 421 (decided on a first page that holds the whole run)."""
         principal.require_scope(Scope.READ)
         if not 1 <= limit <= MAX_LISTING_LIMIT:
-            raise InvalidCursor(f"limit must be between 1 and {MAX_LISTING_LIMIT}",
-                                field="limit")
+            raise InvalidLimit(f"limit must be between 1 and {MAX_LISTING_LIMIT}",
+                               field="limit")
         if cursor is not None:
             validate_id(cursor, "cursor")
         run = run_key(principal, run_id)

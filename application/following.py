@@ -82,13 +82,14 @@ class ResyncFrame:
 Frame = RecordFrame | LiveFrame | KeepaliveFrame | EndFrame | ResyncFrame
 
 
-class Follow:
-    """One reader's position on one stream. Use `frames()` once, then `close()`."""
+class OpenFollow:
+    """One reader's open follow of one stream, and its position (opened by `Follower`). Use
+    `frames()` once, then `close()`."""
 
     def __init__(self, key: StreamKey, cursor: int, reader: RecordReader, gaps: GapEvidence,
                  node: NodeSettings, stack: AsyncExitStack, wakes: WakeSubscription | None,
                  first_page: RecordPage, expires_in: float | None = None,
-                 on_close: Callable[[Follow], None] | None = None) -> None:
+                 on_close: Callable[[OpenFollow], None] | None = None) -> None:
         self.key = key
         self.cursor = cursor
         self._reader = reader
@@ -127,60 +128,84 @@ class Follow:
             self._wakes.interrupt()
 
     async def frames(self) -> AsyncIterator[Frame]:
+        """Backfill, then follow, until the stream is delivered whole or the follow ends
+        early; a backfill that finds the cursor pruned ends it with a resync."""
         loop = asyncio.get_running_loop()
         self._tick_at = loop.time() + self._node.keepalive_seconds
         if self._expires_in is not None and self._end_reason != "shutdown":
             self._ends_at = loop.time() + self._expires_in
-        while True:
-            if loop.time() >= self._ends_at:
-                yield EndFrame(self.cursor, self._end_reason)
-                return
-            while self._page is not None:
-                page, self._page = self._page, None
-                if page.earliest > self.cursor + 1:
-                    yield ResyncFrame(self.cursor, page.earliest, page.head)
+        while not self._past_end():
+            async for frame in self._backfill():
+                yield frame
+                if isinstance(frame, ResyncFrame):
                     return
-                self._head = max(self._head, page.head)
-                self._closed = self._closed or page.closed
-                for record in page.records:
-                    if record.sequence <= self.cursor:
-                        continue
-                    if loop.time() >= self._ends_at:
-                        break
-                    yield RecordFrame(record)
-                    self.cursor = record.sequence
-                if loop.time() >= self._ends_at:
-                    break
-                if len(page.records) >= self._node.page_size or self._head > self.cursor:
-                    self._page = await self._read()
-                    if not self._page.records and self._page.earliest <= self.cursor + 1:
-                        self._head = self._page.head
-                        self._closed = self._closed or self._page.closed
-                        self._page = None
             if self._closed and self.cursor >= self._head:
                 yield EndFrame(self.cursor)
                 return
-            if loop.time() >= self._ends_at:
-                continue
-            if self._wakes is None:
-                self._page = await self._read()
-                continue
-            # The tick keeps its own deadline: a wake or live chunk arriving before it
-            # must not postpone it, or steady chatter would starve the backstop re-read
-            # that repairs a lost wake.
-            remaining = min(self._tick_at, self._ends_at) - loop.time()
-            signal = await self._wakes.next(remaining) if remaining > 0 else None
-            if loop.time() >= self._ends_at:
-                continue
-            if signal is None:
-                self._tick_at = loop.time() + self._node.keepalive_seconds
-                yield KeepaliveFrame()
-                self._page = await self._read()
-            elif isinstance(signal, LiveChunk):
-                yield LiveFrame(signal)
-            else:
-                async for frame in self._on_wake(signal):
+            if not self._past_end():
+                async for frame in self._follow():
                     yield frame
+        yield EndFrame(self.cursor, self._end_reason)
+
+    async def _backfill(self) -> AsyncIterator[Frame]:
+        """Serve the pending page, then the pages after it, until caught up (or past the
+        end). A page that starts above the cursor is a resync, the last frame."""
+        page, self._page = self._page, None
+        while page is not None:
+            if page.earliest > self.cursor + 1:
+                yield ResyncFrame(self.cursor, page.earliest, page.head)
+                return
+            self._head = max(self._head, page.head)
+            self._closed = self._closed or page.closed
+            for record in page.records:
+                if record.sequence <= self.cursor:
+                    continue
+                if self._past_end():
+                    return
+                yield RecordFrame(record)
+                self.cursor = record.sequence
+            if self._past_end():
+                return
+            page = await self._next_page(page)
+
+    async def _next_page(self, served: RecordPage) -> RecordPage | None:
+        """Read the next page or stop: the page after `served`, or None once caught up
+        (a page that brings nothing new still tells where the stream's head is)."""
+        if len(served.records) < self._node.page_size and self._head <= self.cursor:
+            return None
+        page = await self._read()
+        if not page.records and page.earliest <= self.cursor + 1:
+            self._head = page.head
+            self._closed = self._closed or page.closed
+            return None
+        return page
+
+    async def _follow(self) -> AsyncIterator[Frame]:
+        """Wait for one wake, live chunk or keepalive tick and serve it; a read it calls
+        for is left pending for the next backfill."""
+        if self._wakes is None:
+            self._page = await self._read()
+            return
+        loop = asyncio.get_running_loop()
+        # The tick keeps its own deadline: a wake or live chunk arriving before it
+        # must not postpone it, or steady chatter would starve the backstop re-read
+        # that repairs a lost wake.
+        remaining = min(self._tick_at, self._ends_at) - loop.time()
+        signal = await self._wakes.next(remaining) if remaining > 0 else None
+        if self._past_end():
+            return
+        if signal is None:
+            self._tick_at = loop.time() + self._node.keepalive_seconds
+            yield KeepaliveFrame()
+            self._page = await self._read()
+        elif isinstance(signal, LiveChunk):
+            yield LiveFrame(signal)
+        else:
+            async for frame in self._on_wake(signal):
+                yield frame
+
+    def _past_end(self) -> bool:
+        return asyncio.get_running_loop().time() >= self._ends_at
 
     async def _on_wake(self, wake: Wake) -> AsyncIterator[Frame]:
         self._head = max(self._head, wake.head)
@@ -198,7 +223,7 @@ class Follow:
             self._page = await self._read()
             return
         for record in fresh:
-            if asyncio.get_running_loop().time() >= self._ends_at:
+            if self._past_end():
                 return
             yield RecordFrame(record)
             self.cursor = record.sequence
@@ -220,7 +245,7 @@ class Follower:
         self._gaps = gaps
         self._node = node
         self.slots = slots
-        self._open: set[Follow] = set()
+        self._open: set[OpenFollow] = set()
         self._draining = False
 
     async def authorize(self, principal: Principal, run_id: str,
@@ -234,7 +259,7 @@ class Follower:
         return key, stream
 
     async def open(self, principal: Principal, run_id: str, stream_id: str, after: int,
-                   live: bool = False, expires_in: float | None = None) -> Follow:
+                   live: bool = False, expires_in: float | None = None) -> OpenFollow:
         """`expires_in`: seconds until the principal's credential expires; the follow ends
         there with `EndFrame("token_expired")`."""
         if self._draining:
@@ -260,8 +285,8 @@ class Follower:
         except BaseException:
             await stack.aclose()
             raise
-        follow = Follow(key, after, self._reader, self._gaps, self._node, stack, wakes, page,
-                        expires_in, on_close=self._open.discard)
+        follow = OpenFollow(key, after, self._reader, self._gaps, self._node, stack, wakes,
+                            page, expires_in, on_close=self._open.discard)
         self._open.add(follow)
         return follow
 

@@ -8,7 +8,7 @@ from application.access import stream_for_reading, stream_key
 from application.node import NodeSettings
 from application.ports import RecordPage, RecordReader, StreamStore
 from domain.cursor import check_cursor
-from domain.errors import InvalidCursor
+from domain.errors import InvalidLimit
 from domain.principal import Principal
 
 DEFAULT_LIMIT = 100
@@ -33,7 +33,7 @@ class RecordReading:
     async def read(self, principal: Principal, run_id: str, stream_id: str, after: int,
                    limit: int = DEFAULT_LIMIT) -> ReadResult:
         if not 1 <= limit <= MAX_LIMIT:
-            raise InvalidCursor(f"limit must be between 1 and {MAX_LIMIT}", field="limit")
+            raise InvalidLimit(f"limit must be between 1 and {MAX_LIMIT}", field="limit")
         key = stream_key(principal, run_id, stream_id)
         await stream_for_reading(self._store, principal, key, self._node.region, content=True)
         page = await self._reader.read_page(key, after, limit)

@@ -46,14 +46,19 @@ from adapters.memory.workflow import MemoryWorkflowWaitService
 from adapters.postgres import PostgresAdapters, open_postgres
 from application.node import NodeSettings
 from application.service import Ports, RunnelService
+from domain.credit_ceilings import DEFAULT_CEILINGS
 from domain.principal import Principal
 
 ADMIN_DSN = os.environ.get("RUNNEL_BENCH_PG_DSN",
                            "postgresql://postgres@127.0.0.1:5432/postgres")
 PRODUCER = Principal("bench", "bench", frozenset({"streams:read", "streams:write"}))
 RUN = "bench-run"
-CREDIT = {"max_unread_items": 100_000, "max_unread_bytes": 1 << 30,
-          "max_total_items": 1 << 40, "max_total_bytes": 1 << 50}
+CREDIT = {"max_unread_items": DEFAULT_CEILINGS.max_unread_items,
+          "max_unread_bytes": DEFAULT_CEILINGS.max_unread_bytes,
+          "max_total_items": DEFAULT_CEILINGS.max_total_items,
+          "max_total_bytes": DEFAULT_CEILINGS.max_total_bytes}
+"""As much credit as a node's default ceilings admit: the bench measures appends, not
+backpressure (a definition above a ceiling is refused: ADR 0025)."""
 
 
 @dataclass

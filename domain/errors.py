@@ -44,6 +44,12 @@ class FutureCursor(DomainError):
     code = "future_cursor"
 
 
+class InvalidLimit(DomainError):
+    """A page size (`limit`) that is not an integer in the route's range."""
+
+    code = "invalid_limit"
+
+
 class CursorPruned(DomainError):
     """The record after the cursor was removed by retention; the reader must resync."""
 

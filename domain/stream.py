@@ -60,15 +60,6 @@ def raised_floor(floor: int, sizes: list[int], unread_bytes: int, candidate: int
     return target, sizes[drop:], unread_bytes - sum(sizes[:drop])
 
 
-@dataclass(frozen=True)
-class StreamStatus:
-    head: int
-    earliest: int
-    closed: bool
-    legal_hold: bool
-    consumers: Mapping[str, int]
-
-
 class Stream(Aggregate):
     """One stream of one run of one tenant.
 
@@ -122,11 +113,6 @@ class Stream(Aggregate):
         """Total bytes include the bodies reserved by open object intents."""
         return Usage(len(self.unread_sizes), self.unread_bytes, self.total_items,
                      self.total_bytes + sum(self.reservations.values()))
-
-    @property
-    def status(self) -> StreamStatus:
-        return StreamStatus(self.head, self.earliest, self.closed, self.legal_hold,
-                            dict(self.acks))
 
     # -- append ----------------------------------------------------------
 

@@ -25,7 +25,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from adapters.postgres import PostgresAdapters
-from adapters.postgres.group_commit import GROUP_SIZE_BUCKETS
+from adapters.postgres.group_outcomes import GROUP_SIZE_BUCKETS
 from adapters.postgres.pool import BoundedPool
 from adapters.postgres.store_gauges import LAG_THRESHOLDS, StoreFigures, StoreGauges
 

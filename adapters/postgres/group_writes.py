@@ -18,7 +18,7 @@ from adapters.fanout import carried_records
 from adapters.postgres.codec import AggregateCodec
 from adapters.postgres.fences import assert_unfenced
 from adapters.postgres.notifications import WAKE_CHANNEL, encode_wake
-from adapters.postgres.unit_of_work import LockedStream
+from adapters.postgres.unit_of_work import GroupStream
 from application.ports import StoredRecord, Wake
 from domain.object_intent import ObjectIntent
 
@@ -65,12 +65,12 @@ class GroupWrites:
     local_wakes: list[Wake] = field(default_factory=list)
     """For this process's own readers; not a statement argument."""
 
-    def check(self, locked: LockedStream) -> None:
+    def check(self, locked: GroupStream) -> None:
         """Make the statement fail unless this stream is still at the version decided on
         and its run is not erased (for a group decided without the row lock)."""
         self.checked.append((locked.id, locked.pristine.version))
 
-    def add(self, locked: LockedStream, codec: AggregateCodec, origin: str) -> None:
+    def add(self, locked: GroupStream, codec: AggregateCodec, origin: str) -> None:
         if not locked.changed:
             return
         stream = locked.stream
@@ -122,7 +122,7 @@ class GroupWrites:
         self.intent_topics.append(snapshot.topic)
         self.intent_snapshots.append(snapshot.state)
 
-    def _add_consumers(self, locked: LockedStream) -> None:
+    def _add_consumers(self, locked: GroupStream) -> None:
         before = locked.pristine.acks
         for consumer_id, acked in locked.stream.acks.items():
             if before.get(consumer_id) != acked:

@@ -1,6 +1,6 @@
 """Units of work on the streams of a group, and how they are accepted or undone.
 
-A `LockedStream` is one stream of a group (row-locked, or decided on optimistically: see
+A `GroupStream` is one stream of a group (row-locked, or decided on optimistically: see
 `group_commit.py`), holding the live aggregate and everything the accepted
 units of work staged for it. Each unit of work gets a `PostgresSession` on it.
 
@@ -67,7 +67,7 @@ def load_intent_row(codec: AggregateCodec, row: Mapping[str, Any]) -> ObjectInte
                       row["snapshot"])
 
 
-class LockedStream:
+class GroupStream:
     """One stream of a group (row-locked, or decided on optimistically), and what its
     sessions staged.
 
@@ -123,7 +123,7 @@ class NeedsLock(Exception):
 class PostgresSession:
     """`StreamSession` on a stream locked by the group's transaction."""
 
-    def __init__(self, locked: LockedStream, connection: asyncpg.Connection,
+    def __init__(self, locked: GroupStream, connection: asyncpg.Connection,
                  codec: AggregateCodec, *, optimistic: bool = False) -> None:
         self.stream: Stream = locked.stream
         self.run_erased = locked.run_erased
@@ -214,7 +214,7 @@ class PostgresSession:
         return Removed(row["removed"] + len(staged), tuple(objects))
 
 
-def accept(locked: LockedStream, session: PostgresSession) -> None:
+def accept(locked: GroupStream, session: PostgresSession) -> None:
     """Fold a cleanly finished session into its group (same order as the memory store)."""
     events = list(session.stream.collect_events())
     locked.events.extend(events)
@@ -236,7 +236,7 @@ def accept(locked: LockedStream, session: PostgresSession) -> None:
         locked.changed = True
 
 
-def reject(locked: LockedStream, session: PostgresSession) -> None:
+def reject(locked: GroupStream, session: PostgresSession) -> None:
     """Undo a failed session's effect on the shared aggregate."""
     if not session.stream.collect_events() and session.stream.version == session.version_at_start:
         return

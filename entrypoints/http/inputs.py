@@ -1,7 +1,8 @@
 """Query and header inputs, parsed strictly before any work is done.
 
 Cursors are non-negative integers of at most 19 digits; anything else
-(including a garbage `Last-Event-ID`) is 400 `invalid_cursor`, never a 500.
+(including a garbage `Last-Event-ID`) is 400 `invalid_cursor`, never a 500; a `limit`
+that is not a non-negative integer is 400 `invalid_limit`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 
 from application.reading import DEFAULT_LIMIT
 from domain.cursor import parse_cursor
-from domain.errors import InvalidCursor, InvalidRecord
+from domain.errors import InvalidLimit, InvalidRecord
 
 MAX_LIMIT_DIGITS = 7
 MAX_JSON_DEPTH = 64
@@ -38,7 +39,7 @@ def page_limit(raw: str | None) -> int:
         return DEFAULT_LIMIT
     text = raw.strip()
     if not text.isascii() or not text.isdigit() or len(text) > MAX_LIMIT_DIGITS:
-        raise InvalidCursor("limit must be an integer between 1 and 1000", field="limit")
+        raise InvalidLimit("limit must be an integer between 1 and 1000", field="limit")
     return int(text)
 
 

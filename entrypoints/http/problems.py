@@ -1,4 +1,5 @@
-"""Errors as RFC 9457 `application/problem+json`, from ONE table: exception class → (status, code).
+"""Errors as RFC 9457 `application/problem+json`, from ONE table: exception class → status
+(and, for other than domain refusals, which carry their own, code).
 
 The body is `type`, `title`, `status`, `detail`, `code`, plus the error's own
 `extra` fields (e.g. the 410 body's `requested`, `earliest`, `latest`,
@@ -17,6 +18,7 @@ import logging
 from http import HTTPStatus
 from typing import Any
 
+import msgspec
 from litestar import Request, Response
 from litestar.exceptions import (
     ClientException,
@@ -50,6 +52,16 @@ STORE_RETRY_AFTER_SECONDS = 2
 """What a 503 `store_unavailable` asks a client to wait before retrying."""
 
 
+class Problem(msgspec.Struct):
+    """RFC 9457 problem details; refusals add their own fields (e.g. `field`, `requested`)."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    code: str
+
+
 class HeadersTooLarge(Exception):
     """The request headers exceed the node's ceiling."""
 
@@ -71,42 +83,46 @@ class NotReady(Exception):
     """The node cannot serve: its store does not answer."""
 
 
+DOMAIN_STATUSES: dict[type[e.DomainError], int] = {
+    # Domain refusals; each answers with its class's own `code`.
+    e.InvalidIdentifier: 400,
+    e.InvalidCursor: 400,
+    e.FutureCursor: 400,
+    e.InvalidLimit: 400,
+    e.AckBeyondHead: 400,
+    e.InvalidDefinition: 422,
+    e.ForbiddenContentClass: 422,
+    e.InvalidRecord: 422,
+    e.InvalidContentType: 422,
+    e.DigestMismatch: 422,
+    e.SizeMismatch: 422,
+    e.Unauthenticated: 401,
+    e.Forbidden: 403,
+    e.NotIntentOwner: 403,
+    e.ConsumerScope: 403,
+    e.EgressDenied: 403,
+    e.NotFound: 404,
+    e.ConsumerNotFound: 404,
+    e.DefinitionConflict: 409,
+    e.StreamClosed: 409,
+    e.QuotaExhausted: 409,
+    e.TooManyStreams: 409,
+    e.AckRegression: 409,
+    e.StreamHeld: 409,
+    e.ObjectNotUploaded: 409,
+    e.ObjectStateConflict: 409,
+    e.ObjectIntentConflict: 409,
+    e.CursorPruned: 410,
+    e.RunErased: 410,
+    e.TooLarge: 413,
+    e.WrongRegion: 421,
+    e.Backpressure: 429,
+    e.TooManySubscriptions: 429,
+    e.RegionFenced: 503,
+    e.DomainError: 422,
+}
+
 PROBLEMS: dict[type[Exception], tuple[int, str]] = {
-    # Domain refusals; each code equals the class's own `code`.
-    e.InvalidIdentifier: (400, e.InvalidIdentifier.code),
-    e.InvalidCursor: (400, e.InvalidCursor.code),
-    e.FutureCursor: (400, e.FutureCursor.code),
-    e.AckBeyondHead: (400, e.AckBeyondHead.code),
-    e.InvalidDefinition: (422, e.InvalidDefinition.code),
-    e.ForbiddenContentClass: (422, e.ForbiddenContentClass.code),
-    e.InvalidRecord: (422, e.InvalidRecord.code),
-    e.InvalidContentType: (422, e.InvalidContentType.code),
-    e.DigestMismatch: (422, e.DigestMismatch.code),
-    e.SizeMismatch: (422, e.SizeMismatch.code),
-    e.Unauthenticated: (401, e.Unauthenticated.code),
-    e.Forbidden: (403, e.Forbidden.code),
-    e.NotIntentOwner: (403, e.NotIntentOwner.code),
-    e.ConsumerScope: (403, e.ConsumerScope.code),
-    e.EgressDenied: (403, e.EgressDenied.code),
-    e.NotFound: (404, e.NotFound.code),
-    e.ConsumerNotFound: (404, e.ConsumerNotFound.code),
-    e.DefinitionConflict: (409, e.DefinitionConflict.code),
-    e.StreamClosed: (409, e.StreamClosed.code),
-    e.QuotaExhausted: (409, e.QuotaExhausted.code),
-    e.TooManyStreams: (409, e.TooManyStreams.code),
-    e.AckRegression: (409, e.AckRegression.code),
-    e.StreamHeld: (409, e.StreamHeld.code),
-    e.ObjectNotUploaded: (409, e.ObjectNotUploaded.code),
-    e.ObjectStateConflict: (409, e.ObjectStateConflict.code),
-    e.ObjectIntentConflict: (409, e.ObjectIntentConflict.code),
-    e.CursorPruned: (410, e.CursorPruned.code),
-    e.RunErased: (410, e.RunErased.code),
-    e.TooLarge: (413, e.TooLarge.code),
-    e.WrongRegion: (421, e.WrongRegion.code),
-    e.Backpressure: (429, e.Backpressure.code),
-    e.TooManySubscriptions: (429, e.TooManySubscriptions.code),
-    e.RegionFenced: (503, e.RegionFenced.code),
-    e.DomainError: (422, e.DomainError.code),
     # The node and the framework.
     HeadersTooLarge: (431, "headers_too_large"),
     ClientDisconnected: (CLIENT_CLOSED_REQUEST, "client_disconnected"),
@@ -137,15 +153,17 @@ PROBLEMS: dict[type[Exception], tuple[int, str]] = {
 
 
 def classify(exc: BaseException) -> tuple[int, str]:
-    """The table entry of the closest class in the exception's MRO."""
+    """The table entry of the closest class in the exception's MRO; a domain refusal's
+    code is its own."""
+    if isinstance(exc, e.DomainError):
+        return next(DOMAIN_STATUSES[cls] for cls in type(exc).__mro__
+                    if cls in DOMAIN_STATUSES), exc.code
     for cls in type(exc).__mro__:
         if cls in PROBLEMS:
             status, code = PROBLEMS[cls]
             if isinstance(exc, HTTPException):
                 # The framework may raise a class with another status than its default.
                 status = exc.status_code
-            if isinstance(exc, e.DomainError) and cls is e.DomainError:
-                code = exc.code
             return status, code
     return 500, "internal_error"
 

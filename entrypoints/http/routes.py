@@ -6,7 +6,6 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import Any
 
-import msgspec
 from litestar import Router, delete, get, post, put
 from litestar.di import Provide
 from litestar.handlers import HTTPRouteHandler
@@ -29,7 +28,7 @@ from entrypoints.http.handlers import (
 from entrypoints.http.handlers.subscribe import subscribe
 from entrypoints.http.handlers.subscribe_token import mint_subscribe_token
 from entrypoints.http.openapi import RawBodyOperation
-from entrypoints.http.problems import PROBLEM_MEDIA_TYPE
+from entrypoints.http.problems import PROBLEM_MEDIA_TYPE, Problem
 from entrypoints.http.responses import spec
 from entrypoints.http.sse import release_on_exit
 from entrypoints.settings import Settings
@@ -39,17 +38,6 @@ STREAM = RUN + "/streams/{stream_id:str}"
 OBJECTS = STREAM + "/objects"
 OBJECT = OBJECTS + "/{object_id:str}"
 SECURITY: list[dict[str, list[str]]] = [{"BearerToken": []}]
-
-
-
-class Problem(msgspec.Struct):
-    """RFC 9457 problem details; refusals add their own fields (e.g. `field`, `requested`)."""
-
-    type: str
-    title: str
-    status: int
-    detail: str
-    code: str
 
 
 EVERY_ROUTE = (400, 401, 403, 404, 431, 503)

@@ -23,7 +23,7 @@ import asyncio
 import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, assert_never
 
 import msgspec
 from litestar.response import ServerSentEventMessage
@@ -31,10 +31,10 @@ from litestar.types import ASGIApp, Receive, Scope, Send
 
 from application.following import (
     EndFrame,
-    Follow,
     Frame,
     KeepaliveFrame,
     LiveFrame,
+    OpenFollow,
     RecordFrame,
     ResyncFrame,
 )
@@ -59,34 +59,33 @@ Release = Callable[[], Awaitable[None]]
 
 
 def to_message(frame: Frame, run_id: str, stream_id: str) -> ServerSentEventMessage:
-    if isinstance(frame, RecordFrame):
-        envelope = record_envelope(frame.record, run_id, stream_id)
-        return ServerSentEventMessage(event="record", id=frame.record.sequence,
-                                      data=_json(envelope))
-    if isinstance(frame, KeepaliveFrame):
-        return ServerSentEventMessage(comment="ping", data=None)
-    if isinstance(frame, LiveFrame):
-        chunk = frame.chunk
-        return ServerSentEventMessage(event="live", data=_json({
-            "seq": chunk.seq, "data": chunk.data, "source": chunk.source,
-            "attempt": chunk.attempt, "index": chunk.index}))
-    if isinstance(frame, ResyncFrame):
-        pruned = CursorPruned(frame.requested, frame.earliest, frame.latest)
-        return ServerSentEventMessage(event="resync", data=_json(problem_body(pruned)))
-    if isinstance(frame, EndFrame):
-        # Readers of a node that stops come back at once: spread them over a few seconds.
-        retry = (random.randint(*SHUTDOWN_RETRY_MS) if frame.reason == "shutdown"
-                 else None)
-        return ServerSentEventMessage(event="end", retry=retry, data=_json(
-            {"reason": frame.reason, "last_sequence": frame.last_sequence}))
-    raise TypeError(f"unknown frame {frame!r}")
+    match frame:
+        case RecordFrame(record=record):
+            envelope = record_envelope(record, run_id, stream_id)
+            return ServerSentEventMessage(event="record", id=record.sequence,
+                                          data=_json(envelope))
+        case KeepaliveFrame():
+            return ServerSentEventMessage(comment="ping", data=None)
+        case LiveFrame(chunk=chunk):
+            return ServerSentEventMessage(event="live", data=_json({
+                "seq": chunk.seq, "data": chunk.data, "source": chunk.source,
+                "attempt": chunk.attempt, "index": chunk.index}))
+        case ResyncFrame(requested=requested, earliest=earliest, latest=latest):
+            pruned = CursorPruned(requested, earliest, latest)
+            return ServerSentEventMessage(event="resync", data=_json(problem_body(pruned)))
+        case EndFrame(last_sequence=last_sequence, reason=reason):
+            # Readers of a node that stops come back at once: spread them over a few seconds.
+            retry = random.randint(*SHUTDOWN_RETRY_MS) if reason == "shutdown" else None
+            return ServerSentEventMessage(event="end", retry=retry, data=_json(
+                {"reason": reason, "last_sequence": last_sequence}))
+    assert_never(frame)
 
 
 def _json(value: Any) -> str:
     return _encode(value).decode()
 
 
-async def sse_messages(follow: Follow, run_id: str, stream_id: str,
+async def sse_messages(follow: OpenFollow, run_id: str, stream_id: str,
                        release: Release) -> AsyncIterator[ServerSentEventMessage]:
     try:
         sent = 0
@@ -104,7 +103,7 @@ async def sse_messages(follow: Follow, run_id: str, stream_id: str,
 class ReaderLease:
     """One open subscription: counted in the readers gauge until released, exactly once."""
 
-    def __init__(self, follow: Follow, metrics: Metrics) -> None:
+    def __init__(self, follow: OpenFollow, metrics: Metrics) -> None:
         self._follow = follow
         self._metrics = metrics
         self._released = False

@@ -5,7 +5,7 @@ import pytest
 from adapters.memory.simulation import Simulation, simulation
 from application.definitions import StreamDefinitions
 from application.node import NodeSettings
-from domain.errors import Forbidden, InvalidCursor, InvalidIdentifier, NotFound, WrongRegion
+from domain.errors import Forbidden, InvalidIdentifier, InvalidLimit, NotFound, WrongRegion
 from domain.principal import Principal
 from tests.application.support import ADMIN, ALICE, BOB, READ_WRITE, RUN, definition, make_stream
 
@@ -110,7 +110,7 @@ async def test_a_page_leaves_out_what_the_principal_may_not_read_and_goes_on() -
 async def test_the_page_size_is_bounded_and_a_cursor_is_an_id() -> None:
     sim = await two_streams()
     for limit in (0, 1001):
-        with pytest.raises(InvalidCursor):
+        with pytest.raises(InvalidLimit):
             await sim.service.definitions.list(ALICE, RUN, None, limit)
     with pytest.raises(InvalidIdentifier):
         await sim.service.definitions.list(ALICE, RUN, "a/b")

@@ -3,7 +3,13 @@
 import pytest
 
 from adapters.memory.simulation import simulation
-from domain.errors import CursorPruned, EgressDenied, Forbidden, FutureCursor, InvalidCursor
+from domain.errors import (
+    CursorPruned,
+    EgressDenied,
+    Forbidden,
+    FutureCursor,
+    InvalidLimit,
+)
 from tests.application.support import ADMIN, ALICE, RUN, append_numbers, key, make_stream
 
 
@@ -38,7 +44,7 @@ async def test_reading_at_head_returns_nothing_and_keeps_the_cursor() -> None:
 async def test_a_limit_outside_1_to_1000_is_refused(limit: int) -> None:
     sim = simulation()
     await make_stream(sim)
-    with pytest.raises(InvalidCursor):
+    with pytest.raises(InvalidLimit):
         await sim.service.reading.read(ALICE, RUN, "s", after=0, limit=limit)
 
 

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from application.ports import StorageUpkeep, UpkeepLimits
 from domain.identifiers import StreamKey
 from tests.contracts.harness import StorageHarness
-from tests.contracts.storage_contract import HERE, append, created, new_intent
+from tests.contracts.storage_support import HERE, append, created, new_intent
 
 PAST = datetime(2000, 1, 1, tzinfo=UTC)
 """Before anything a test stores: a cutoff that removes nothing."""

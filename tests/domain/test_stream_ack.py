@@ -20,7 +20,7 @@ from tests.domain.factories import append, credit, definition, draft, refused_un
 
 def test_declared_consumers_start_at_zero() -> None:
     target = stream(consumers=["ui", "audit"])
-    assert target.status.consumers == {"ui": 0, "audit": 0}
+    assert target.acks == {"ui": 0, "audit": 0}
 
 
 def test_an_undeclared_consumer_is_refused_and_nothing_is_registered() -> None:

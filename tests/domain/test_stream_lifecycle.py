@@ -25,7 +25,6 @@ def test_legal_hold_is_set_with_a_reason_and_released() -> None:
     target = stream()
     assert target.set_legal_hold(True, "case-42")
     assert (target.legal_hold, target.hold_reason) == (True, "case-42")
-    assert target.status.legal_hold
     assert target.set_legal_hold(False, None)
     assert (target.legal_hold, target.hold_reason) == (False, None)
 
@@ -53,7 +52,6 @@ def test_prune_advances_earliest_and_returns_it() -> None:
     append(target, draft(), draft(), draft(), draft())
     assert target.prune(2) == 3
     assert target.earliest == 3
-    assert target.status.earliest == 3
 
 
 def test_prune_is_clamped_to_head() -> None:

@@ -27,7 +27,7 @@ import pydantic  # noqa: F401
 with atheris.instrument_imports(include=["domain", "application", "entrypoints"]):
     from domain.cursor import MAX_SEQUENCE, parse_cursor
     from domain.definition import StreamDefinition, build_definition
-    from domain.errors import DomainError, InvalidCursor, InvalidRecord
+    from domain.errors import DomainError, InvalidCursor, InvalidLimit, InvalidRecord
     from domain.records import BASE64_REGEX, INLINE_MAX_BYTES, Draft, draft_from_wire
     from domain.text import is_storable
     from entrypoints.http.handlers.bodies import AckBody, AppendBody, LiveBody, PrepareObjectBody
@@ -75,7 +75,7 @@ def cursor(raw: bytes) -> None:
         assert value == int(text.strip())
     try:
         limit = page_limit(_text(data))
-    except InvalidCursor:
+    except InvalidLimit:
         pass
     else:
         assert limit >= 0

@@ -144,7 +144,7 @@ async def test_the_run_listing_is_paged_with_a_cursor(api: httpx.AsyncClient,
         ["a", "b", "c"], None)
     for limit in ("0", "1001", "x"):
         assert_problem(await api.get(streams(run_id), params={"limit": limit}), 400,
-                       "invalid_cursor")
+                       "invalid_limit")
     assert_problem(await api.get(streams(run_id), params={"cursor": "../x"}), 400,
                    "invalid_identifier")
     assert_problem(await api.get(streams(run_id + "-none"), params={"cursor": "a"}), 404,

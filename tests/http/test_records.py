@@ -162,9 +162,10 @@ async def test_cursors_are_parsed_strictly(api: httpx.AsyncClient, run_id: str) 
     for garbage in ("abc", "-1", "1.5", "", "9" * 30, "0x10"):
         response = await api.get(records_url(run_id), params={"after": garbage})
         assert_problem(response, 400, "invalid_cursor")
-    for limit in ("0", "1001", "ten"):
+    for limit in ("0", "1001", "ten", "-1", "\uff11", "1" * 30):
         response = await api.get(records_url(run_id), params={"limit": limit})
-        assert_problem(response, 400, "invalid_cursor")
+        assert_problem(response, 400, "invalid_limit")
+        assert response.json()["field"] == "limit"
 
 
 async def test_reading_an_unknown_stream_is_404(api: httpx.AsyncClient, run_id: str) -> None:

@@ -15,7 +15,7 @@ from adapters.clock import SystemClock
 from adapters.memory.objects import MemoryObjectStore
 from adapters.memory.workflow import MemoryWorkflowWaitService
 from adapters.postgres import PostgresAdapters
-from application.following import EndFrame, Follow, RecordFrame
+from application.following import EndFrame, OpenFollow, RecordFrame
 from application.node import NodeSettings
 from application.service import Ports, RunnelService
 from domain.principal import Principal
@@ -41,7 +41,7 @@ def definition(stream_id: str, **pins: Any) -> dict[str, Any]:
     return {"stream_id": stream_id, "content_class": "output.text", **pins}
 
 
-async def follow_to_end(follow: Follow) -> list[int]:
+async def follow_to_end(follow: OpenFollow) -> list[int]:
     """Every record sequence a follow yields, until the stream's end frame."""
     seen: list[int] = []
     try:

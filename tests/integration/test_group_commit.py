@@ -17,7 +17,7 @@ import asyncpg
 import pytest
 
 from adapters.postgres import PostgresAdapters, open_postgres
-from adapters.postgres.group_commit import NestedUnitOfWork
+from adapters.postgres.group_units import NestedUnitOfWork
 from application.ports import StoreUnavailable
 from domain.definition import build_definition
 from domain.errors import InvalidRecord

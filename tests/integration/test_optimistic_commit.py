@@ -15,7 +15,7 @@ import asyncpg
 import pytest
 
 from adapters.postgres import PostgresAdapters, open_postgres
-from adapters.postgres.group_commit import NestedUnitOfWork, StoreClosed
+from adapters.postgres.group_units import NestedUnitOfWork, StoreClosed
 from application.ports import StreamSession
 from application.service import RunnelService
 from domain.errors import Backpressure

@@ -1,0 +1,128 @@
+"""The `WakeBus` contract: wakes after commits only, to the subscribers of their stream;
+live chunks numbered, to live subscribers only.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from application.ports import (
+    LiveChunk,
+    LiveDraft,
+    Wake,
+)
+from domain.identifiers import StreamKey
+from domain.records import draft_from_wire
+from tests.contracts.harness import StorageHarness
+from tests.contracts.storage_support import (
+    QUIET,
+    WAKE_TIMEOUT,
+    Boom,
+    append,
+    created,
+    next_wake,
+    stored,
+)
+
+
+class WakeBusContract:
+    async def test_a_commit_wakes_subscribers_after_the_commit_with_small_records(
+            self, harness: StorageHarness) -> None:
+        key = await created(harness)
+        async with harness.bus.subscribe(key) as subscription:
+            async with harness.store.lock(key) as session:
+                plan = session.stream.plan_append(
+                    [draft_from_wire({"payload": {"n": n}}, ()) for n in (1, 2)], {})
+                session.stream.append(plan)
+                session.add_records(stored(plan))
+                assert await subscription.next(QUIET) is None  # nothing before the commit
+            wake = await next_wake(subscription)
+        assert (wake.stream, wake.head, wake.closed) == (key, 2, False)
+        assert wake.records is not None
+        assert [(r.sequence, r.payload) for r in wake.records] == [(1, {"n": 1}), (2, {"n": 2})]
+
+    async def test_a_batch_of_6000_bytes_or_more_wakes_without_records(
+            self, harness: StorageHarness) -> None:
+        key = await created(harness)
+        half = "x" * 2998  # 3000 bytes as compact JSON
+        async with harness.bus.subscribe(key) as subscription:
+            await append(harness, key, [{"payload": half}, {"payload": half}])
+            wake = await next_wake(subscription)
+        assert (wake.head, wake.records) == (2, None)
+
+    async def test_closing_wakes_with_closed(self, harness: StorageHarness) -> None:
+        key = await created(harness)
+        await append(harness, key, [{"payload": 1}])
+        async with harness.bus.subscribe(key) as subscription:
+            async with harness.store.lock(key) as session:
+                session.stream.close()
+            wake = await next_wake(subscription)
+        assert (wake.head, wake.closed) == (1, True)
+        assert not wake.records
+
+    async def test_a_failed_unit_of_work_wakes_nobody(self, harness: StorageHarness) -> None:
+        key = await created(harness)
+        async with harness.bus.subscribe(key) as subscription:
+            with pytest.raises(Boom):
+                async with harness.store.lock(key) as session:
+                    plan = session.stream.plan_append(
+                        [draft_from_wire({"payload": "never"}, ())], {})
+                    session.stream.append(plan)
+                    session.add_records(stored(plan))
+                    raise Boom
+            await append(harness, key, [{"payload": "kept"}])
+            wake = await next_wake(subscription)
+            assert wake.records is not None
+            assert [r.payload for r in wake.records] == ["kept"]
+            assert await subscription.next(QUIET) is None
+
+    async def test_wakes_reach_only_subscribers_of_their_stream(
+            self, harness: StorageHarness) -> None:
+        key = await created(harness)
+        other = await created(harness, StreamKey(key.tenant, key.run_id, "other"))
+        async with harness.bus.subscribe(key) as subscription:
+            await append(harness, other, [{"payload": "elsewhere"}])
+            await append(harness, key, [{"payload": "here"}])
+            wake = await next_wake(subscription)
+        assert wake.stream == key and wake.records is not None
+        assert [r.payload for r in wake.records] == ["here"]
+
+    async def test_live_chunks_reach_only_live_subscribers(
+            self, harness: StorageHarness) -> None:
+        key = await created(harness)
+        draft = LiveDraft(key, {"token": "hi"}, source="model_turn", attempt=2, index=0,
+                          positioned=True)
+        async with harness.bus.subscribe(key, live=True) as live, \
+                harness.bus.subscribe(key) as plain:
+            await harness.bus.publish_live(draft)
+            chunk = await live.next(WAKE_TIMEOUT)
+            assert isinstance(chunk, LiveChunk) and chunk == draft.numbered(chunk.seq)
+            await append(harness, key, [{"payload": 1}])
+            assert isinstance(await plain.next(WAKE_TIMEOUT), Wake)  # the chunk never came
+
+    async def test_the_bus_numbers_live_chunks_and_a_re_driven_position_keeps_its_seq(
+            self, harness: StorageHarness) -> None:
+        key = await created(harness)
+        turn = {"source": "model_turn", "attempt": 1, "positioned": True}
+        # The copy differs (content may be non-deterministic): Postgres folds identical
+        # NOTIFYs of one transaction into one, which keep-first would do anyway.
+        drafts = [LiveDraft(key, "a", **turn, index=0), LiveDraft(key, "plain"),
+                  LiveDraft(key, "b", **turn, index=1), LiveDraft(key, "a'", **turn, index=0),
+                  LiveDraft(key, "c", **turn, index=2)]
+        async with harness.bus.subscribe(key, live=True) as live:
+            for draft in drafts:
+                await harness.bus.publish_live(draft)
+            seqs: list[int] = []
+            while len(seqs) < len(drafts):
+                signal = await live.next(WAKE_TIMEOUT)
+                assert signal is not None, seqs
+                if isinstance(signal, LiveChunk):
+                    seqs.append(signal.seq)
+        assert seqs[3] == seqs[0]
+        new = seqs[:3] + seqs[4:]
+        assert new == sorted(set(new))
+
+    async def test_publishing_a_live_chunk_without_readers_is_fine(
+            self, harness: StorageHarness) -> None:
+        key = await created(harness)
+        await harness.bus.publish_live(LiveDraft(key, "nobody listens"))
