@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from adapters.clock import SystemClock
 from adapters.fanout import carried_records
 from adapters.memory.bus import MemoryWakeBus
+from adapters.staging import QueuedDeletion, Staging
 from application.ports import (
     BodyDeletion,
     Clock,
@@ -48,18 +49,35 @@ class _StreamData:
     """When each receipt was recorded (its record's `appended_at`), for the receipt TTL."""
     intents: dict[str, ObjectIntent] = field(default_factory=dict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    outboxes: Callable[[Stream, Sequence[int], Sequence[QueuedDeletion],
+                        Sequence[StoredRecord]], None] | None = None
+    """Where the outbox rows of a commit go (the store's outboxes)."""
+
+    @property
+    def intent_events(self) -> list[Any]:
+        """One log for the stream's and its intents' events, in commit order."""
+        return self.events
+
+    def removed_through(self, sequence: int) -> None:
+        return None
+
+    def receipted(self, record: StoredRecord) -> None:
+        assert record.idempotency_key is not None
+        self.receipts[record.idempotency_key] = record.sequence
+        self.receipt_times[record.idempotency_key] = record.appended_at
+
+    def queued(self, deliveries: Sequence[int], deletions: Sequence[QueuedDeletion],
+               records: Sequence[StoredRecord]) -> None:
+        if self.outboxes is not None:
+            self.outboxes(self.stream, deliveries, deletions, records)
 
 
-class MemorySession:
+class MemorySession(Staging):
     def __init__(self, data: _StreamData, run_erased: bool) -> None:
+        super().__init__()
         self._data = data
         self.stream: Stream = copy.deepcopy(data.stream)
         self.run_erased = run_erased
-        self.new_records: list[StoredRecord] = []
-        self.new_deliveries: list[int] = []
-        self.saved_intents: dict[str, ObjectIntent] = {}
-        self.remove_through = 0
-        self.new_deletions: list[tuple[str, str, datetime]] = []
 
     async def receipts(self, keys: Sequence[str]) -> Mapping[str, int]:
         return {key: self._data.receipts[key] for key in keys if key in self._data.receipts}
@@ -74,20 +92,8 @@ class MemorySession:
         merged = {**self._data.intents, **self.saved_intents}
         return [copy.deepcopy(intent) for intent in merged.values()]
 
-    def add_records(self, records: Sequence[StoredRecord]) -> None:
-        self.new_records.extend(records)
-
-    def add_deliveries(self, sequences: Sequence[int]) -> None:
-        self.new_deliveries.extend(sequences)
-
-    def save_intent(self, intent: ObjectIntent) -> None:
-        self.saved_intents[intent.object_id] = intent
-
-    def queue_deletions(self, bodies: Sequence[tuple[str, str]], not_before: datetime) -> None:
-        self.new_deletions.extend((region, key, not_before) for region, key in bodies)
-
     async def remove_records_through(self, sequence: int) -> Removed:
-        self.remove_through = max(self.remove_through, sequence)
+        self.stage_removal(sequence)
         doomed = [r for r in self._data.records if r.sequence <= sequence]
         return Removed(len(doomed), tuple(r.object for r in doomed if r.object is not None))
 
@@ -124,7 +130,8 @@ class MemoryStreamStore:
             raise TooManyStreams(f"the run already has {max_streams_per_run} streams",
                                  limit=max_streams_per_run)
         events = list(stream.collect_events())
-        self._streams[stream.key] = _StreamData(copy.deepcopy(stream), events)
+        self._streams[stream.key] = _StreamData(copy.deepcopy(stream), events,
+                                                outboxes=self._enqueue)
         return stream, True
 
     @asynccontextmanager
@@ -144,25 +151,18 @@ class MemoryStreamStore:
             return await work(session)
 
     def _commit(self, data: _StreamData, session: MemorySession) -> None:
-        data.events.extend(session.stream.collect_events())
         data.stream = session.stream
-        if session.remove_through:
-            data.records = [r for r in data.records if r.sequence > session.remove_through]
-        data.records.extend(session.new_records)
-        for record in session.new_records:
-            if record.idempotency_key is not None:
-                data.receipts[record.idempotency_key] = record.sequence
-                data.receipt_times[record.idempotency_key] = record.appended_at
-        for object_id, intent in session.saved_intents.items():
-            data.events.extend(intent.collect_events())
-            data.intents[object_id] = intent
-        if self._outbox is not None:
-            at = max((r.appended_at for r in session.new_records), default=None)
-            self._outbox.enqueue(data.stream.key, session.new_deliveries, _home(data.stream), at)
-        self.deletions.enqueue(data.stream.key, session.new_deletions, _home(data.stream))
+        session.fold(list(session.stream.collect_events()), data)
         stream = data.stream
         self._bus.publish_wake(Wake(stream.key, stream.head, stream.closed,
                                     carried_records(tuple(session.new_records))))
+
+    def _enqueue(self, stream: Stream, deliveries: Sequence[int],
+                 deletions: Sequence[QueuedDeletion], records: Sequence[StoredRecord]) -> None:
+        if self._outbox is not None:
+            at = max((r.appended_at for r in records), default=None)
+            self._outbox.enqueue(stream.key, deliveries, _home(stream), at)
+        self.deletions.enqueue(stream.key, deletions, _home(stream))
 
     async def load(self, key: StreamKey) -> Stream | None:
         data = self._streams.get(key)
