@@ -96,13 +96,8 @@ class Appender:
         if not plan.new:
             return
         now = self._clock.now()
-        session.add_records([
-            StoredRecord(sequence=sequence, content_type=draft.content_type, appended_at=now,
-                         size=draft.size, payload=draft.payload, has_payload=draft.has_payload,
-                         data=draft.data, object=draft.object,
-                         idempotency_key=draft.idempotency_key, payload_json=draft.payload_json)
-            for sequence, draft in plan.new
-        ])
+        session.add_records([StoredRecord.from_draft(sequence, draft, now)
+                             for sequence, draft in plan.new])
         if session.stream.definition.direction == "input":
             session.add_deliveries([sequence for sequence, _ in plan.new])
 
