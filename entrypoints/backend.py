@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from prometheus_client.registry import Collector
 
 from adapters.memory.bus import MemoryWakeBus
+from adapters.memory.outboxes import MemoryDeliveryOutbox
 from adapters.memory.revoked_tokens import MemoryRevokedTokens
-from adapters.memory.store import MemoryDeliveryOutbox, MemoryStreamStore
+from adapters.memory.store import MemoryStreamStore
 from adapters.memory.subscription_leases import MemorySubscriptionLeases
 from adapters.memory.upkeep import MemoryLeadership, MemoryStorageUpkeep
 from application.ports import (

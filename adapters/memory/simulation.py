@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from adapters.memory.bus import MemoryWakeBus
 from adapters.memory.clock import FakeClock
 from adapters.memory.objects import MemoryObjectStore
-from adapters.memory.store import MemoryDeletionOutbox, MemoryDeliveryOutbox, MemoryStreamStore
+from adapters.memory.outboxes import MemoryDeletionOutbox, MemoryDeliveryOutbox
+from adapters.memory.store import MemoryStreamStore
 from adapters.memory.subscription_leases import MemorySubscriptionLeases
 from adapters.memory.upkeep import MemoryStorageUpkeep
 from adapters.memory.workflow import MemoryWorkflowWaitService

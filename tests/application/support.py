@@ -11,8 +11,9 @@ from typing import Any
 from adapters.memory.bus import MemoryWakeBus
 from adapters.memory.clock import FakeClock
 from adapters.memory.objects import MemoryObjectStore
+from adapters.memory.outboxes import MemoryDeliveryOutbox
 from adapters.memory.simulation import Simulation
-from adapters.memory.store import MemoryDeliveryOutbox, MemoryStreamStore
+from adapters.memory.store import MemoryStreamStore
 from adapters.memory.subscription_leases import MemorySubscriptionLeases
 from adapters.memory.workflow import MemoryWorkflowWaitService
 from application.following import Frame, KeepaliveFrame, RecordFrame

@@ -9,8 +9,9 @@ import pytest
 from adapters.memory.bus import MemoryWakeBus
 from adapters.memory.clock import FakeClock
 from adapters.memory.objects import MemoryObjectStore
+from adapters.memory.outboxes import MemoryDeliveryOutbox
 from adapters.memory.simulation import simulation
-from adapters.memory.store import MemoryDeliveryOutbox, MemoryStreamStore
+from adapters.memory.store import MemoryStreamStore
 from adapters.memory.subscription_leases import MemorySubscriptionLeases
 from adapters.memory.workflow import MemoryWorkflowWaitService
 from application.node import NodeSettings

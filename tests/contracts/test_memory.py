@@ -4,8 +4,9 @@ import pytest
 
 from adapters.memory.bus import MemoryWakeBus
 from adapters.memory.objects import MemoryObjectStore
+from adapters.memory.outboxes import MemoryDeliveryOutbox
 from adapters.memory.revoked_tokens import MemoryRevokedTokens
-from adapters.memory.store import MemoryDeliveryOutbox, MemoryStreamStore
+from adapters.memory.store import MemoryStreamStore
 from adapters.memory.subscription_leases import MemorySubscriptionLeases
 from adapters.memory.upkeep import MemoryStorageUpkeep
 from domain.identifiers import StreamKey
