@@ -29,7 +29,7 @@ from application.ports import (
     StoredRecord,
     Wake,
 )
-from domain.errors import NotFound, RunErased, TooManyStreams
+from domain.errors import NotFound, TooManyStreams
 from domain.identifiers import RunKey, StreamKey
 from domain.object_intent import LIVE_STATES, ObjectIntent
 from domain.stream import Stream
@@ -118,8 +118,7 @@ class MemoryStreamStore:
     async def create(self, stream: Stream,
                      max_streams_per_run: int | None = None) -> tuple[Stream, bool]:
         # No await before the insert: atomic with the erasure mark and with other creates.
-        if stream.key.run in self._erased_runs:
-            raise RunErased("the run was erased; nothing more is stored")
+        stream.ensure_not_erased(stream.key.run in self._erased_runs)
         existing = self._streams.get(stream.key)
         if existing is not None:
             return copy.deepcopy(existing.stream), False
