@@ -45,7 +45,7 @@ from adapters.memory.objects import MemoryObjectStore
 from adapters.memory.workflow import MemoryWorkflowWaitService
 from adapters.postgres import PostgresAdapters, open_postgres
 from application.node import NodeSettings
-from application.service import Ports, RunnelService
+from application.service import RunnelService
 from domain.principal import Principal
 
 ADMIN_DSN = os.environ.get("RUNNEL_BENCH_PG_DSN",
@@ -123,11 +123,8 @@ async def raw_floor(dsn: str, seconds: float, connections: int) -> Figure:
 
 class Bench:
     def __init__(self, adapters: PostgresAdapters) -> None:
-        ports = Ports(store=adapters.store, reader=adapters.reader, bus=adapters.bus,
-                      objects=MemoryObjectStore(("local",)), gaps=adapters.gaps,
-                      outbox=adapters.outbox, deletions=adapters.deletions,
-                      wait_service=MemoryWorkflowWaitService(),
-                      clock=SystemClock(), leases=adapters.leases)
+        ports = adapters.ports(MemoryObjectStore(("local",)), MemoryWorkflowWaitService(),
+                               SystemClock())
         self.adapters = adapters
         self.service = RunnelService.build(ports, NodeSettings())
         self.heads: dict[str, int] = {}

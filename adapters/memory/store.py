@@ -228,6 +228,11 @@ class MemoryStreamStore:
         self.gaps.append((key, expected, received))
         self.gap_times.append(self._clock.now())
 
+    async def recorded(self, key: StreamKey) -> list[tuple[int, int]]:
+        """(expected, received) pairs for `key`, oldest first (as Postgres's `recorded`)."""
+        return [(expected, received) for gap_key, expected, received in self.gaps
+                if gap_key == key]
+
     def stream_data(self) -> dict[StreamKey, _StreamData]:
         """The store's own rows, for its upkeep (`adapters.memory.upkeep`) only."""
         return self._streams
