@@ -7,9 +7,11 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
+import pytest
 from litestar.testing import AsyncTestClient
 from pydantic import SecretStr
 
+from adapters.memory.store import MemoryStreamStore
 from entrypoints.container import Node, NodeHost
 from entrypoints.http import create_app
 from entrypoints.settings import Settings
@@ -31,6 +33,21 @@ async def test_readiness_is_503_when_the_store_does_not_answer() -> None:
         body = assert_problem(response, 503, "not_ready")
         assert "ConnectionRefusedError" in body["detail"]
         assert (await client.get("/healthz")).status_code == 200
+        assert (await client.get("/readyz")).status_code == 200  # the swap ended with its block
+
+
+async def test_a_host_has_no_node_before_it_runs_nor_after() -> None:
+    settings = Settings(storage="memory", jwt_secret=SecretStr("in-process-secret-0123456789abcd"),
+                        workers=False)
+    host = NodeHost(settings)
+    with pytest.raises(RuntimeError, match="not running"):
+        host.node  # noqa: B018
+    async with AsyncTestClient(create_app(settings, host)) as client:
+        assert (await client.get("/readyz")).status_code == 200
+        running = host.node
+    with pytest.raises(RuntimeError, match="not running"):
+        host.node  # noqa: B018
+    assert isinstance(running.backend.store, MemoryStreamStore)  # the one memory wiring's
 
 
 async def test_readiness_answers_within_its_bound_when_the_probe_hangs() -> None:
