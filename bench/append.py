@@ -46,6 +46,7 @@ from adapters.memory.workflow import MemoryWorkflowWaitService
 from adapters.postgres import PostgresAdapters, open_postgres
 from application.node import NodeSettings
 from application.service import RunnelService
+from domain.credit_ceilings import CreditCeilings
 from domain.principal import Principal
 
 ADMIN_DSN = os.environ.get("RUNNEL_BENCH_PG_DSN",
@@ -126,7 +127,11 @@ class Bench:
         ports = adapters.ports(MemoryObjectStore(("local",)), MemoryWorkflowWaitService(),
                                SystemClock())
         self.adapters = adapters
-        self.service = RunnelService.build(ports, NodeSettings())
+        # The bench's streams pin more credit than a default node allows (ADR 0025).
+        ceilings = CreditCeilings(max_unread_bytes=CREDIT["max_unread_bytes"],
+                                  max_total_items=CREDIT["max_total_items"],
+                                  max_total_bytes=CREDIT["max_total_bytes"])
+        self.service = RunnelService.build(ports, NodeSettings(credit_ceilings=ceilings))
         self.heads: dict[str, int] = {}
 
     async def streams(self, prefix: str, count: int) -> list[str]:
