@@ -40,6 +40,9 @@ T = TypeVar("T")
 @dataclass
 class _StreamData:
     stream: Stream
+    outboxes: Callable[[Stream, Sequence[int], Sequence[QueuedDeletion],
+                        Sequence[StoredRecord]], None]
+    """Where the outbox rows of a commit go (the store's outboxes)."""
     events: list[Any] = field(default_factory=list)
     records: list[StoredRecord] = field(default_factory=list)
     receipts: dict[str, int] = field(default_factory=dict)
@@ -47,9 +50,6 @@ class _StreamData:
     """When each receipt was recorded (its record's `appended_at`), for the receipt TTL."""
     intents: dict[str, ObjectIntent] = field(default_factory=dict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    outboxes: Callable[[Stream, Sequence[int], Sequence[QueuedDeletion],
-                        Sequence[StoredRecord]], None] | None = None
-    """Where the outbox rows of a commit go (the store's outboxes)."""
 
     @property
     def intent_events(self) -> list[Any]:
@@ -66,8 +66,7 @@ class _StreamData:
 
     def queued(self, deliveries: Sequence[int], deletions: Sequence[QueuedDeletion],
                records: Sequence[StoredRecord]) -> None:
-        if self.outboxes is not None:
-            self.outboxes(self.stream, deliveries, deletions, records)
+        self.outboxes(self.stream, deliveries, deletions, records)
 
 
 class MemorySession(Staging):
@@ -127,8 +126,7 @@ class MemoryStreamStore:
             raise TooManyStreams(f"the run already has {max_streams_per_run} streams",
                                  limit=max_streams_per_run)
         events = list(stream.collect_events())
-        self._streams[stream.key] = _StreamData(copy.deepcopy(stream), events,
-                                                outboxes=self._enqueue)
+        self._streams[stream.key] = _StreamData(copy.deepcopy(stream), self._enqueue, events)
         return stream, True
 
     @asynccontextmanager
