@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from application.ports import StreamSession, StreamStore
+from application.ports import StreamStore
 from domain.definition import StreamDefinition
-from domain.errors import NotFound, RunErased
+from domain.errors import NotFound
 from domain.identifiers import RunKey, StreamKey, validate_id
 from domain.principal import Principal, Scope, ensure_reader, ensure_writer
 from domain.residency import (
@@ -29,13 +29,6 @@ def run_key(principal: Principal, run_id: str) -> RunKey:
 
 def stream_key(principal: Principal, run_id: str, stream_id: str) -> StreamKey:
     return run_key(principal, run_id).stream(stream_id)
-
-
-def ensure_run_not_erased(session: StreamSession) -> None:
-    """Under the row lock: nothing is stored in a run once it is marked erased, even on a
-    stream the eraser has not sealed yet."""
-    if session.run_erased or session.stream.erased:
-        raise RunErased("the run was erased; nothing more is stored")
 
 
 async def load_stream(store: StreamStore, key: StreamKey) -> Stream:

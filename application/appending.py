@@ -11,11 +11,10 @@ from typing import Any, TypeVar
 from application.access import (
     DefinitionCache,
     definition_for_writing,
-    ensure_run_not_erased,
     load_stream,
     stream_key,
 )
-from application.live import LivePublishing, ensure_open
+from application.live import LivePublishing
 from application.node import NodeSettings
 from application.ports import Clock, StoredRecord, StreamSession, StreamStore, WakeBus
 from domain.definition import CreditPins
@@ -71,7 +70,7 @@ class Appender:
         drafts = [draft_from_wire(item, definition.redaction.mask) for item in records]
         if definition.mode == "best_effort":
             stream = await load_stream(self._store, key)
-            ensure_open(stream)
+            stream.ensure_open(nothing_more_is="sent")
             published = await self._live.publish_drafts(key, definition.redaction.mask, drafts)
             return AppendResult((), stream.head, 0, published)
         return await self.under_unread_policy(key, definition.credit,
@@ -84,7 +83,7 @@ class Appender:
         """Append validated drafts inside a unit of work the caller holds (object commit
         stages its intent in the same transaction). Acts on the session only, so a
         store may run it again (`StreamStore.transact`)."""
-        ensure_run_not_erased(session)
+        session.stream.ensure_not_erased(session.run_erased)
         keys = [draft.idempotency_key for draft in drafts if draft.idempotency_key]
         receipts = await session.receipts(keys) if keys else {}
         plan = session.stream.plan_append(drafts, receipts)
@@ -96,13 +95,8 @@ class Appender:
         if not plan.new:
             return
         now = self._clock.now()
-        session.add_records([
-            StoredRecord(sequence=sequence, content_type=draft.content_type, appended_at=now,
-                         size=draft.size, payload=draft.payload, has_payload=draft.has_payload,
-                         data=draft.data, object=draft.object,
-                         idempotency_key=draft.idempotency_key, payload_json=draft.payload_json)
-            for sequence, draft in plan.new
-        ])
+        session.add_records([StoredRecord.from_draft(sequence, draft, now)
+                             for sequence, draft in plan.new])
         if session.stream.definition.direction == "input":
             session.add_deliveries([sequence for sequence, _ in plan.new])
 

@@ -9,12 +9,11 @@ from typing import Any
 from application.access import stream_for_writing, stream_key
 from application.node import NodeSettings
 from application.ports import LiveDraft, StreamStore, WakeBus
-from domain.errors import InvalidRecord, RunErased, StreamClosed
+from domain.errors import InvalidRecord
 from domain.identifiers import StreamKey
 from domain.live_chunk import outgoing_chunk
 from domain.principal import Principal
 from domain.records import Draft
-from domain.stream import Stream
 
 MAX_CHUNKS_PER_REQUEST = 1000
 SOURCE_MAX_LENGTH = 128
@@ -24,7 +23,9 @@ class LivePublishing:
     """Publishing never blocks or fails because of readers: a chunk with no reader is
     dropped, an oversize chunk becomes the truncation marker. The bus gives each chunk
     its `seq` (ADR 0017); a chunk with a `source` and an explicit `index` has a position,
-    and re-sending that position gets its first `seq`, so readers de-duplicate by `seq`."""
+    and re-sending that position gets its first `seq`, so readers de-duplicate by `seq`.
+    Live chunks, stored nowhere, still follow the stream's life: none once it is closed,
+    none once its run is erased."""
 
     def __init__(self, store: StreamStore, bus: WakeBus, node: NodeSettings) -> None:
         self._store = store
@@ -45,7 +46,7 @@ class LivePublishing:
             raise InvalidRecord("attempt must be a positive integer")
         key = stream_key(principal, run_id, stream_id)
         stream = await stream_for_writing(self._store, principal, key, self._node.region)
-        ensure_open(stream)
+        stream.ensure_open(nothing_more_is="sent")
         await self._send(key, stream.definition.redaction.mask, chunks, source, attempt,
                          first_index)
         return len(chunks)
@@ -64,15 +65,6 @@ class LivePublishing:
             await self._bus.publish_live(LiveDraft(
                 stream=key, data=outgoing_chunk(chunk, mask), source=source, attempt=attempt,
                 index=(first_index or 0) + offset, positioned=positioned))
-
-
-def ensure_open(stream: Stream) -> None:
-    """Live chunks, stored nowhere, still follow the stream's life: none once it is
-    closed, none once its run is erased."""
-    if stream.erased:
-        raise RunErased("the run was erased; nothing more is sent")
-    if stream.closed:
-        raise StreamClosed("stream is closed")
 
 
 def live_body(draft: Draft) -> Any:

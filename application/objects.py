@@ -6,7 +6,6 @@ from collections.abc import AsyncIterable, AsyncIterator
 from datetime import timedelta
 
 from application.access import (
-    ensure_run_not_erased,
     stream_for_reading,
     stream_for_writing,
     stream_key,
@@ -54,7 +53,7 @@ class Objects:
                                        principal.token_id)
         expires_at = self._clock.now() + timedelta(seconds=self._node.object_intent_ttl_seconds)
         async with self._store.lock(key) as session:
-            ensure_run_not_erased(session)
+            session.stream.ensure_not_erased(session.run_erased)
             existing = await session.intent(str(object_intent_id(key, pins.idempotency_key)))
             if existing is not None:
                 existing.ensure_owned_by(principal)
@@ -114,7 +113,7 @@ class Objects:
                                       state=intent.state)
         draft = draft_for_object(intent.reference)
         async with self._store.lock(key) as session:
-            ensure_run_not_erased(session)
+            session.stream.ensure_not_erased(session.run_erased)
             locked = await self._locked_intent(session, object_id)
             earlier = locked.committed_sequence()
             if earlier is not None:

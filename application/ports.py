@@ -16,7 +16,7 @@ from typing import Any, Protocol, TypeVar
 from domain.identifiers import RunKey, StreamKey
 from domain.live_seq import LivePosition
 from domain.object_intent import ObjectIntent
-from domain.records import ObjectRef
+from domain.records import Draft, ObjectRef
 from domain.stream import Stream
 
 T = TypeVar("T")
@@ -37,6 +37,14 @@ class StoredRecord:
     idempotency_key: str | None = None
     payload_json: str | None = field(default=None, compare=False, repr=False)
     """The payload's canonical JSON when the writer already has it (saves re-encoding)."""
+
+    @classmethod
+    def from_draft(cls, sequence: int, draft: Draft, appended_at: datetime) -> StoredRecord:
+        """The record a validated draft becomes once `sequence` is assigned to it."""
+        return cls(sequence=sequence, content_type=draft.content_type, appended_at=appended_at,
+                   size=draft.size, payload=draft.payload, has_payload=draft.has_payload,
+                   data=draft.data, object=draft.object, idempotency_key=draft.idempotency_key,
+                   payload_json=draft.payload_json)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,10 @@ from application.subscription_slots import SubscriptionSlots
 
 @dataclass(frozen=True)
 class Ports:
+    """The application's bundle: every port the use cases run on, built from a storage
+    backend by `adapters.backend.Backend.ports`. A test changes one port with
+    `dataclasses.replace`."""
+
     store: StreamStore
     reader: RecordReader
     bus: WakeBus

@@ -45,8 +45,8 @@ from adapters.memory.objects import MemoryObjectStore
 from adapters.memory.workflow import MemoryWorkflowWaitService
 from adapters.postgres import PostgresAdapters, open_postgres
 from application.node import NodeSettings
-from application.service import Ports, RunnelService
-from domain.credit_ceilings import DEFAULT_CEILINGS
+from application.service import RunnelService
+from domain.credit_ceilings import DEFAULT_CEILINGS, CreditCeilings
 from domain.principal import Principal
 
 ADMIN_DSN = os.environ.get("RUNNEL_BENCH_PG_DSN",
@@ -128,13 +128,14 @@ async def raw_floor(dsn: str, seconds: float, connections: int) -> Figure:
 
 class Bench:
     def __init__(self, adapters: PostgresAdapters) -> None:
-        ports = Ports(store=adapters.store, reader=adapters.reader, bus=adapters.bus,
-                      objects=MemoryObjectStore(("local",)), gaps=adapters.gaps,
-                      outbox=adapters.outbox, deletions=adapters.deletions,
-                      wait_service=MemoryWorkflowWaitService(),
-                      clock=SystemClock(), leases=adapters.leases)
+        ports = adapters.ports(MemoryObjectStore(("local",)), MemoryWorkflowWaitService(),
+                               SystemClock())
         self.adapters = adapters
-        self.service = RunnelService.build(ports, NodeSettings())
+        # The bench's streams pin more credit than a default node allows (ADR 0025).
+        ceilings = CreditCeilings(max_unread_bytes=CREDIT["max_unread_bytes"],
+                                  max_total_items=CREDIT["max_total_items"],
+                                  max_total_bytes=CREDIT["max_total_bytes"])
+        self.service = RunnelService.build(ports, NodeSettings(credit_ceilings=ceilings))
         self.heads: dict[str, int] = {}
 
     async def streams(self, prefix: str, count: int) -> list[str]:

@@ -3,28 +3,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from domain.errors import InvalidRecord
+from domain.canonical_json import compact_json
 from domain.redaction import redact
 
 LIVE_CHUNK_MAX_BYTES = 7000
-
-
-_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-
-
-def compact_json(value: Any) -> bytes:
-    """The canonical encoding of a JSON value: compact UTF-8.
-
-    Values JSON cannot carry faithfully (NaN, infinities, unpaired surrogates,
-    non-JSON types) are refused here, before anything is stored or sent.
-    """
-    try:
-        return _ENCODER.encode(value).encode()
-    except (ValueError, TypeError, UnicodeEncodeError) as error:
-        raise InvalidRecord(f"not representable as JSON: {error}") from None
 
 
 def cap_chunk(chunk: Any) -> Any:

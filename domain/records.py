@@ -8,8 +8,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from domain.canonical_json import compact_json
 from domain.errors import InvalidRecord, TooLarge
-from domain.live_chunk import compact_json
 from domain.media_type import validate_media_type
 from domain.redaction import redact
 from domain.text import is_storable

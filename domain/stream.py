@@ -114,6 +114,21 @@ class Stream(Aggregate):
         return Usage(len(self.unread_sizes), self.unread_bytes, self.total_items,
                      self.total_bytes + sum(self.reservations.values()))
 
+    # -- guards ----------------------------------------------------------
+
+    def ensure_not_erased(self, run_erased: bool = False, *, nothing_more_is: str = "stored"
+                          ) -> None:
+        """Nothing more is stored in an erased run: not on its erased streams, nor (under the
+        row lock, `run_erased`) on one the eraser has not sealed yet."""
+        if self.erased or run_erased:
+            raise RunErased(f"the run was erased; nothing more is {nothing_more_is}")
+
+    def ensure_open(self, *, nothing_more_is: str = "stored") -> None:
+        """Nothing more is stored on a closed stream either (an erased one says erased)."""
+        self.ensure_not_erased(nothing_more_is=nothing_more_is)
+        if self.closed:
+            raise StreamClosed("stream is closed")
+
     # -- append ----------------------------------------------------------
 
     def plan_append(self, drafts: Sequence[Draft], receipts: Mapping[str, int]) -> AppendPlan:
@@ -129,10 +144,9 @@ class Stream(Aggregate):
             raise InvalidRecord("a batch holds at least one record")
         if len(drafts) > MAX_BATCH:
             raise TooLarge(f"a batch holds at most {MAX_BATCH} records", limit=MAX_BATCH)
-        if self.erased:
-            # Before idempotency: an erased run answers every append the same way, even a
-            # retry whose receipt outlived the erased records.
-            raise RunErased("the run was erased; nothing more is stored")
+        # Before idempotency: an erased run answers every append the same way, even a
+        # retry whose receipt outlived the erased records.
+        self.ensure_not_erased()
         seen = dict(receipts)
         sequences: list[int] = []
         new: list[tuple[int, Draft]] = []
@@ -167,10 +181,7 @@ class Stream(Aggregate):
                                     for _, draft in plan.new if draft.object is not None})
 
     def _ensure_appendable(self, items: int, size: int, stored: int | None = None) -> None:
-        if self.erased:
-            raise RunErased("the run was erased; nothing more is stored")
-        if self.closed:
-            raise StreamClosed("stream is closed")
+        self.ensure_open()
         credit = self.definition.credit
         verdict = decide_credit(credit, self.usage, items, size,
                                 gated=bool(self.definition.consumers), stored=stored)
@@ -223,10 +234,7 @@ class Stream(Aggregate):
         commits (the record then holds it), aborts or expires (`release_object`); open
         intents are bounded by the pinned `max_open_objects`. A closed or erased stream
         takes no new body: it could never be committed."""
-        if self.erased:
-            raise RunErased("the run was erased; nothing more is stored")
-        if self.closed:
-            raise StreamClosed("stream is closed")
+        self.ensure_open()
         if object_id in self.reservations:
             return
         credit = self.definition.credit

@@ -2,73 +2,24 @@
 
 `postgres` (the default) uses `RUNNEL_DATABASE_URL`, or starts an embedded
 Postgres under `RUNNEL_DATA_DIR` when none is configured and stops it on exit.
-`memory` runs everything in this process (simulation: nothing survives exit,
-and several processes share nothing).
+`memory` runs everything in this process (`adapters.memory.backend`: nothing
+survives exit, and several processes share nothing).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import replace
 
-from prometheus_client.registry import Collector
-
-from adapters.memory.bus import MemoryWakeBus
-from adapters.memory.revoked_tokens import MemoryRevokedTokens
-from adapters.memory.store import MemoryDeliveryOutbox, MemoryStreamStore
-from adapters.memory.subscription_leases import MemorySubscriptionLeases
-from adapters.memory.upkeep import MemoryLeadership, MemoryStorageUpkeep
-from application.ports import (
-    DeletionOutbox,
-    DeliveryOutbox,
-    GapEvidence,
-    Leadership,
-    RecordReader,
-    RevokedTokens,
-    StorageUpkeep,
-    StreamStore,
-    SubscriptionLeases,
-    WakeBus,
-    WorkflowWaitService,
-)
+from adapters.backend import Backend
+from adapters.memory.backend import memory_backend
 from entrypoints.settings import Settings
 
 
 class NodeUnready(RuntimeError):
     """Why the probe says this node should take no traffic (its message says)."""
-
-
-@dataclass(frozen=True)
-class Backend:
-    store: StreamStore
-    reader: RecordReader
-    gaps: GapEvidence
-    bus: WakeBus
-    outbox: DeliveryOutbox
-    deletions: DeletionOutbox
-    leases: SubscriptionLeases
-    """Subscription slots: shared by every node on the same database (ADR 0018)."""
-    revoked: RevokedTokens
-    """The revoked-token list: shared by every node on the same database (ADR 0024)."""
-    probe: Callable[[], Awaitable[None]]
-    """Raises when the store cannot serve (what `/readyz` asks)."""
-    notify: Callable[[str], WorkflowWaitService] | None = None
-    """A NOTIFY wait service on the given channel (Postgres backends only)."""
-    collectors: tuple[Collector, ...] = ()
-    """What the backend adds to the node's /metrics, read at scrape time (Postgres: the
-    committer, LISTEN, the pool and the store's figures; memory: nothing)."""
-    refresh_metrics: Callable[[float], Awaitable[None]] | None = None
-    """Reads, within the given seconds, the figures a scrape needs from the store."""
-    upkeep: StorageUpkeep | None = None
-    """Bounded removal of what nothing needs any more (ADR 0032)."""
-    leadership: Callable[[], Leadership] | None = None
-    """A new contender for the region's upkeep lead (one per process hosting workers)."""
-
-
-async def _always_ready() -> None:
-    return None
 
 
 @asynccontextmanager
@@ -78,16 +29,6 @@ async def open_backend(settings: Settings) -> AsyncIterator[Backend]:
         return
     async with database_url(settings) as dsn, _postgres_backend(dsn, settings) as backend:
         yield backend
-
-
-def memory_backend() -> Backend:
-    bus = MemoryWakeBus()
-    outbox = MemoryDeliveryOutbox()
-    store = MemoryStreamStore(bus, outbox)
-    return Backend(store=store, reader=store, gaps=store, bus=bus, outbox=outbox,
-                   deletions=store.deletions, leases=MemorySubscriptionLeases(),
-                   revoked=MemoryRevokedTokens(), probe=_always_ready,
-                   upkeep=MemoryStorageUpkeep(store, outbox), leadership=MemoryLeadership)
 
 
 @asynccontextmanager
@@ -109,11 +50,9 @@ async def database_url(settings: Settings) -> AsyncIterator[str]:
 async def _postgres_backend(dsn: str, settings: Settings) -> AsyncIterator[Backend]:
     """Every write of the backend asserts that the node's region is not fenced, and every
     wait on the database is bounded. Without `auto_migrate`, the database must already be
-    at this binary's schema."""
+    at this binary's schema. The node adds its readiness probe and its metrics."""
     from adapters.postgres import open_postgres
-    from adapters.postgres.leadership import PostgresLeadership
     from adapters.postgres.migrations import ensure_current, schema_state
-    from adapters.postgres.wait_notify import PostgresNotifyWaitService
     from entrypoints.postgres_metrics import PostgresMetrics
 
     if not settings.auto_migrate:
@@ -135,13 +74,7 @@ async def _postgres_backend(dsn: str, settings: Settings) -> AsyncIterator[Backe
 
     metrics = PostgresMetrics(pg, store_figures=settings.metrics_store_figures)
     try:
-        yield Backend(store=pg.store, reader=pg.reader, gaps=pg.gaps, bus=pg.bus,
-                      outbox=pg.outbox, deletions=pg.deletions, leases=pg.leases,
-                      revoked=pg.revoked, probe=probe,
-                      notify=lambda channel: PostgresNotifyWaitService(pg.pool, channel),
-                      upkeep=pg.upkeep,
-                      leadership=lambda: PostgresLeadership(dsn, settings.region,
-                                                            settings.database_bounds()),
-                      collectors=metrics.collectors, refresh_metrics=metrics.refresh)
+        yield replace(pg, probe=probe, collectors=metrics.collectors,
+                      refresh_metrics=metrics.refresh)
     finally:
         await pg.close()

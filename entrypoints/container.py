@@ -1,24 +1,26 @@
 """The composition root: which adapter plays which port, for the configured backend.
 
-The object graph is synchronous and built by dependency-injector; the one
-asynchronous part, opening the storage backend, happens in `running()`, which
-the HTTP lifespan (and any other host) enters once: it opens the backend,
-supplies it to the container, yields the service, and undoes all of it on exit.
+Plain functions (ADR 0040). `open_node(settings, metrics)` opens what the node runs on
+(the backend, the object store, the wait service), builds the service on it with
+`compose`, starts the background workers when configured, and undoes all of it on exit.
+`compose` is the whole object graph: the backend's ports as a node serves them (metered,
+reads coalesced), then every use case (`RunnelService.build`). A test changes one port
+with `adjust` (`lambda ports: replace(ports, reader=…)`) or one use case with
+`NodeHost.swap`, in one typed line.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from dataclasses import dataclass, replace
 
-from dependency_injector import containers, providers
-
+from adapters.backend import Backend
 from adapters.clock import SystemClock
-from application.node import NodeSettings
 from application.ports import Clock, ObjectStore, WorkflowWaitService
 from application.service import Ports, RunnelService
-from entrypoints.backend import Backend, open_backend
+from entrypoints.backend import open_backend
 from entrypoints.metering import (
     CountingDeliveryOutbox,
     CountingGapEvidence,
@@ -35,78 +37,101 @@ from entrypoints.workers import background_workers
 
 log = logging.getLogger("runnel.container")
 
-
-def build_ports(backend: Backend, objects: ObjectStore,
-                wait_service: WorkflowWaitService | None, clock: Clock,
-                metrics: Metrics) -> Ports:
-    return Ports(
-        store=MeteredStreamStore(backend.store, metrics),
-        reader=CoalescingRecordReader(backend.reader),
-        bus=CountingWakeBus(backend.bus, metrics),
-        objects=objects,
-        gaps=CountingGapEvidence(backend.gaps, metrics),
-        outbox=CountingDeliveryOutbox(backend.outbox, metrics),
-        deletions=backend.deletions,
-        wait_service=wait_service,
-        clock=clock,
-        leases=backend.leases,
-        upkeep=backend.upkeep,
-    )
+Adjust = Callable[[Ports], Ports]
+"""A change to the ports before the use cases are built on them (tests)."""
 
 
-def node_settings(settings: Settings) -> NodeSettings:
-    return settings.node()
+@dataclass(frozen=True)
+class Node:
+    """A node as its hosts (the HTTP app, the worker host) hold it: the service, and the
+    backend it runs on (its probe, revoked-token list and store figures)."""
+
+    service: RunnelService
+    backend: Backend
+    clock: Clock
 
 
-class Container(containers.DeclarativeContainer):
-    settings = providers.Dependency(instance_of=Settings)
-    backend = providers.Dependency(instance_of=Backend)
-    """Supplied by `running()` once the backend is open."""
+def served(backend: Backend, metrics: Metrics) -> Backend:
+    """The backend's ports as a node serves them: counted in its metrics, reads coalesced."""
+    return replace(backend, store=MeteredStreamStore(backend.store, metrics),
+                   reader=CoalescingRecordReader(backend.reader),
+                   bus=CountingWakeBus(backend.bus, metrics),
+                   gaps=CountingGapEvidence(backend.gaps, metrics),
+                   outbox=CountingDeliveryOutbox(backend.outbox, metrics))
 
-    metrics = providers.Singleton(Metrics)
-    clock = providers.Singleton(SystemClock)
-    node = providers.Singleton(node_settings, settings)
-    object_store = providers.Dependency(instance_of=object)
-    """Supplied by `running()` once the object store is open (see `open_object_store`)."""
-    wait_service = providers.Dependency(instance_of=object)
-    """Supplied by `running()` once the wait service is open (see `open_wait_service`),
-    metered; None when none is configured (input records stay pending)."""
-    ports = providers.Singleton(build_ports, backend, object_store, wait_service, clock, metrics)
-    service = providers.Singleton(RunnelService.build, ports=ports, node=node)
+
+def compose(settings: Settings, metrics: Metrics, backend: Backend, objects: ObjectStore,
+            wait_service: WorkflowWaitService | None, clock: Clock,
+            adjust: Adjust | None = None) -> Node:
+    ports = served(backend, metrics).ports(objects, wait_service, clock)
+    if adjust is not None:
+        ports = adjust(ports)
+    return Node(RunnelService.build(ports, settings.node()), backend, clock)
 
 
 @asynccontextmanager
-async def running(container: Container) -> AsyncIterator[RunnelService]:
-    settings: Settings = container.settings()
+async def open_node(settings: Settings, metrics: Metrics,
+                    adjust: Adjust | None = None) -> AsyncIterator[Node]:
     async with AsyncExitStack() as stack:
         backend = await stack.enter_async_context(open_backend(settings))
         objects = await stack.enter_async_context(open_object_store(settings))
         wait_service = metered_wait_service(
             await stack.enter_async_context(open_wait_service(settings, backend)),
-            settings.wait_service_kind(), container.metrics())
+            settings.wait_service_kind(), metrics)
         if wait_service is None and settings.workers:
             log.warning("RUNNEL_WAIT_SERVICE is not set: input records stay pending until a "
                         "node with a wait service delivers them")
-        metrics: Metrics = container.metrics()
         for collector in backend.collectors:
             metrics.registry.register(collector)
             stack.callback(metrics.registry.unregister, collector)
-        container.backend.override(providers.Object(backend))
-        container.object_store.override(providers.Object(objects))
-        container.wait_service.override(providers.Object(wait_service))
-        stack.callback(_forget_backend, container)
-        service: RunnelService = container.service()
-        stack.push_async_callback(service.follower.close)
+        node = compose(settings, metrics, backend, objects, wait_service, SystemClock(), adjust)
+        stack.push_async_callback(node.service.follower.close)
         if settings.workers:
             leadership = backend.leadership() if backend.leadership is not None else None
-            await stack.enter_async_context(background_workers(service, settings, leadership,
-                                                               metrics))
-        yield service
+            await stack.enter_async_context(background_workers(node.service, settings,
+                                                               leadership, metrics))
+        yield node
 
 
-def _forget_backend(container: Container) -> None:
-    container.service.reset()
-    container.ports.reset()
-    container.backend.reset_override()
-    container.object_store.reset_override()
-    container.wait_service.reset_override()
+class NodeHost:
+    """What a host of one node holds: its settings and metrics from the start, the node
+    while it runs (`running()`; `node` raises at any other time).
+
+    `swap` runs part of a test on a changed node, in one line:
+    `with host.swap(lambda node: replace(node, backend=replace(node.backend, probe=down)))`.
+    """
+
+    def __init__(self, settings: Settings, adjust: Adjust | None = None) -> None:
+        self.settings = settings
+        self.metrics = Metrics()
+        self._adjust = adjust
+        self._node: Node | None = None
+
+    @property
+    def node(self) -> Node:
+        if self._node is None:
+            raise RuntimeError("the node is not running")
+        return self._node
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Node]:
+        async with open_node(self.settings, self.metrics, self._adjust) as node:
+            self._node = node
+            try:
+                yield node
+            finally:
+                self._node = None
+
+    def attach(self, node: Node) -> None:
+        """Serve `node`, built by the caller (`compose`) on storage it shares with other
+        hosts, instead of one `running()` opens."""
+        self._node = node
+
+    @contextmanager
+    def swap(self, change: Callable[[Node], Node]) -> Iterator[Node]:
+        before = self.node
+        self._node = change(before)
+        try:
+            yield self._node
+        finally:
+            self._node = before

@@ -15,8 +15,8 @@ import asyncio
 import math
 from collections.abc import Awaitable
 
+from adapters.backend import Backend
 from application.service import RunnelService
-from entrypoints.backend import Backend
 from entrypoints.metrics import Metrics
 
 STORE_READ_SECONDS = 2.0

@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from adapters.backend import Backend
 from adapters.memory.workflow import MemoryWorkflowWaitService
 from adapters.webhook import WebhookWaitService
 from application.ports import WorkflowWaitService
-from entrypoints.backend import Backend
 from entrypoints.settings import Settings
 
 

@@ -14,7 +14,7 @@ import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from entrypoints.container import Container, running
+from entrypoints.container import NodeHost
 from entrypoints.metrics_server import BoundPort, bind_metrics_port
 from entrypoints.scrape import scrape
 from entrypoints.settings import Settings
@@ -30,8 +30,8 @@ async def host_workers(settings: Settings) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    container = Container(settings=settings.model_copy(update={"workers": True}))
-    async with _metrics_port(container, settings) as port, running(container):
+    host = NodeHost(settings.model_copy(update={"workers": True}))
+    async with _metrics_port(host, settings) as port, host.running():
         served = ""
         if port is not None:
             await port.serve()
@@ -45,14 +45,14 @@ async def host_workers(settings: Settings) -> None:
 
 
 @asynccontextmanager
-async def _metrics_port(container: Container, settings: Settings
+async def _metrics_port(node_host: NodeHost, settings: Settings
                         ) -> AsyncIterator[BoundPort | None]:
     if settings.worker_metrics_port == 0:
         yield None
         return
 
     async def scrape_now() -> tuple[bytes, str]:
-        return await scrape(container.metrics(), container.service(), container.backend())
+        return await scrape(node_host.metrics, node_host.node.service, node_host.node.backend)
 
     host, port = settings.worker_metrics_host, settings.worker_metrics_port
     try:

@@ -2,48 +2,38 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from adapters.memory.bus import MemoryWakeBus
+from adapters.memory.backend import memory_backend
 from adapters.memory.clock import FakeClock
 from adapters.memory.objects import MemoryObjectStore
-from adapters.memory.store import MemoryDeletionOutbox, MemoryDeliveryOutbox, MemoryStreamStore
-from adapters.memory.subscription_leases import MemorySubscriptionLeases
-from adapters.memory.upkeep import MemoryStorageUpkeep
 from adapters.memory.workflow import MemoryWorkflowWaitService
 from application.node import NodeSettings
 from application.ports import Clock
 from application.service import Ports, RunnelService
 
 
-@dataclass
+@dataclass(frozen=True)
 class Simulation:
+    """The service and the ports it runs on (the memory backend's, a memory object store,
+    a fake clock unless one is given); `workflow` receives what is delivered."""
+
     service: RunnelService
-    store: MemoryStreamStore
-    bus: MemoryWakeBus
-    objects: MemoryObjectStore
-    outbox: MemoryDeliveryOutbox
-    deletions: MemoryDeletionOutbox
+    ports: Ports
     workflow: MemoryWorkflowWaitService
-    clock: Clock
-    leases: MemorySubscriptionLeases
 
 
 def simulation(node: NodeSettings | None = None, clock: Clock | None = None,
-               regions: tuple[str, ...] = ("local",), delivering: bool = True) -> Simulation:
-    """`delivering=False`: no wait service is configured (`workflow` receives nothing)."""
-    node = node or NodeSettings()
+               regions: tuple[str, ...] = ("local",), delivering: bool = True,
+               adjust: Callable[[Ports], Ports] | None = None) -> Simulation:
+    """`delivering=False`: no wait service is configured (`workflow` receives nothing).
+    `adjust` changes a port before the service is built, in one line:
+    `adjust=lambda ports: replace(ports, reader=Slow(ports.reader))`."""
     clock = clock or FakeClock()
-    bus = MemoryWakeBus()
-    outbox = MemoryDeliveryOutbox()
-    store = MemoryStreamStore(bus, outbox, clock=clock)
-    objects = MemoryObjectStore(regions, clock)
     workflow = MemoryWorkflowWaitService()
-    leases = MemorySubscriptionLeases()
-    ports = Ports(store=store, reader=store, bus=bus, objects=objects, gaps=store,
-                  outbox=outbox, deletions=store.deletions,
-                  wait_service=workflow if delivering else None,
-                  clock=clock, leases=leases, upkeep=MemoryStorageUpkeep(store, outbox))
-    service = RunnelService.build(ports, node)
-    return Simulation(service, store, bus, objects, outbox, store.deletions, workflow, clock,
-                      leases)
+    ports = memory_backend(clock).ports(MemoryObjectStore(regions, clock),
+                                        workflow if delivering else None, clock)
+    if adjust is not None:
+        ports = adjust(ports)
+    return Simulation(RunnelService.build(ports, node or NodeSettings()), ports, workflow)

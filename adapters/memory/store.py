@@ -1,9 +1,9 @@
-"""In-memory stream store, record reader and input-delivery outbox.
+"""In-memory stream store and record reader.
 
 Same semantics as the Postgres adapter: an `asyncio.Lock` per stream stands
 in for the row lock; a unit of work works on a copy of the aggregate and
-publishes it (with its records, receipts, intents, deliveries) only on a clean
-exit, then wakes readers.
+publishes it (with its records, receipts, intents, and its outbox rows into
+`adapters.memory.outboxes`) only on a clean exit, then wakes readers.
 """
 
 from __future__ import annotations
@@ -11,26 +11,25 @@ from __future__ import annotations
 import asyncio
 import bisect
 import copy
-import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, TypeVar
 
 from adapters.clock import SystemClock
 from adapters.fanout import carried_records
 from adapters.memory.bus import MemoryWakeBus
+from adapters.memory.outboxes import MemoryDeletionOutbox, MemoryDeliveryOutbox
+from adapters.staging import QueuedDeletion, Staging
 from application.ports import (
-    BodyDeletion,
     Clock,
-    Delivery,
     RecordPage,
     Removed,
     StoredRecord,
     Wake,
 )
-from domain.errors import NotFound, RunErased, TooManyStreams
+from domain.errors import NotFound, TooManyStreams
 from domain.identifiers import RunKey, StreamKey
 from domain.object_intent import LIVE_STATES, ObjectIntent
 from domain.stream import Stream
@@ -41,6 +40,9 @@ T = TypeVar("T")
 @dataclass
 class _StreamData:
     stream: Stream
+    outboxes: Callable[[Stream, Sequence[int], Sequence[QueuedDeletion],
+                        Sequence[StoredRecord]], None]
+    """Where the outbox rows of a commit go (the store's outboxes)."""
     events: list[Any] = field(default_factory=list)
     records: list[StoredRecord] = field(default_factory=list)
     receipts: dict[str, int] = field(default_factory=dict)
@@ -49,17 +51,30 @@ class _StreamData:
     intents: dict[str, ObjectIntent] = field(default_factory=dict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
+    @property
+    def intent_events(self) -> list[Any]:
+        """One log for the stream's and its intents' events, in commit order."""
+        return self.events
 
-class MemorySession:
+    def removed_through(self, sequence: int) -> None:
+        return None
+
+    def receipted(self, record: StoredRecord) -> None:
+        assert record.idempotency_key is not None
+        self.receipts[record.idempotency_key] = record.sequence
+        self.receipt_times[record.idempotency_key] = record.appended_at
+
+    def queued(self, deliveries: Sequence[int], deletions: Sequence[QueuedDeletion],
+               records: Sequence[StoredRecord]) -> None:
+        self.outboxes(self.stream, deliveries, deletions, records)
+
+
+class MemorySession(Staging):
     def __init__(self, data: _StreamData, run_erased: bool) -> None:
+        super().__init__()
         self._data = data
         self.stream: Stream = copy.deepcopy(data.stream)
         self.run_erased = run_erased
-        self.new_records: list[StoredRecord] = []
-        self.new_deliveries: list[int] = []
-        self.saved_intents: dict[str, ObjectIntent] = {}
-        self.remove_through = 0
-        self.new_deletions: list[tuple[str, str, datetime]] = []
 
     async def receipts(self, keys: Sequence[str]) -> Mapping[str, int]:
         return {key: self._data.receipts[key] for key in keys if key in self._data.receipts}
@@ -74,20 +89,8 @@ class MemorySession:
         merged = {**self._data.intents, **self.saved_intents}
         return [copy.deepcopy(intent) for intent in merged.values()]
 
-    def add_records(self, records: Sequence[StoredRecord]) -> None:
-        self.new_records.extend(records)
-
-    def add_deliveries(self, sequences: Sequence[int]) -> None:
-        self.new_deliveries.extend(sequences)
-
-    def save_intent(self, intent: ObjectIntent) -> None:
-        self.saved_intents[intent.object_id] = intent
-
-    def queue_deletions(self, bodies: Sequence[tuple[str, str]], not_before: datetime) -> None:
-        self.new_deletions.extend((region, key, not_before) for region, key in bodies)
-
     async def remove_records_through(self, sequence: int) -> Removed:
-        self.remove_through = max(self.remove_through, sequence)
+        self.stage_removal(sequence)
         doomed = [r for r in self._data.records if r.sequence <= sequence]
         return Removed(len(doomed), tuple(r.object for r in doomed if r.object is not None))
 
@@ -114,8 +117,7 @@ class MemoryStreamStore:
     async def create(self, stream: Stream,
                      max_streams_per_run: int | None = None) -> tuple[Stream, bool]:
         # No await before the insert: atomic with the erasure mark and with other creates.
-        if stream.key.run in self._erased_runs:
-            raise RunErased("the run was erased; nothing more is stored")
+        stream.ensure_not_erased(stream.key.run in self._erased_runs)
         existing = self._streams.get(stream.key)
         if existing is not None:
             return copy.deepcopy(existing.stream), False
@@ -124,7 +126,7 @@ class MemoryStreamStore:
             raise TooManyStreams(f"the run already has {max_streams_per_run} streams",
                                  limit=max_streams_per_run)
         events = list(stream.collect_events())
-        self._streams[stream.key] = _StreamData(copy.deepcopy(stream), events)
+        self._streams[stream.key] = _StreamData(copy.deepcopy(stream), self._enqueue, events)
         return stream, True
 
     @asynccontextmanager
@@ -144,25 +146,18 @@ class MemoryStreamStore:
             return await work(session)
 
     def _commit(self, data: _StreamData, session: MemorySession) -> None:
-        data.events.extend(session.stream.collect_events())
         data.stream = session.stream
-        if session.remove_through:
-            data.records = [r for r in data.records if r.sequence > session.remove_through]
-        data.records.extend(session.new_records)
-        for record in session.new_records:
-            if record.idempotency_key is not None:
-                data.receipts[record.idempotency_key] = record.sequence
-                data.receipt_times[record.idempotency_key] = record.appended_at
-        for object_id, intent in session.saved_intents.items():
-            data.events.extend(intent.collect_events())
-            data.intents[object_id] = intent
-        if self._outbox is not None:
-            at = max((r.appended_at for r in session.new_records), default=None)
-            self._outbox.enqueue(data.stream.key, session.new_deliveries, _home(data.stream), at)
-        self.deletions.enqueue(data.stream.key, session.new_deletions, _home(data.stream))
+        session.fold(list(session.stream.collect_events()), data)
         stream = data.stream
         self._bus.publish_wake(Wake(stream.key, stream.head, stream.closed,
                                     carried_records(tuple(session.new_records))))
+
+    def _enqueue(self, stream: Stream, deliveries: Sequence[int],
+                 deletions: Sequence[QueuedDeletion], records: Sequence[StoredRecord]) -> None:
+        if self._outbox is not None:
+            at = max((r.appended_at for r in records), default=None)
+            self._outbox.enqueue(stream.key, deliveries, _home(stream), at)
+        self.deletions.enqueue(stream.key, deletions, _home(stream))
 
     async def load(self, key: StreamKey) -> Stream | None:
         data = self._streams.get(key)
@@ -231,6 +226,11 @@ class MemoryStreamStore:
         self.gaps.append((key, expected, received))
         self.gap_times.append(self._clock.now())
 
+    async def recorded(self, key: StreamKey) -> list[tuple[int, int]]:
+        """(expected, received) pairs for `key`, oldest first (as Postgres's `recorded`)."""
+        return [(expected, received) for gap_key, expected, received in self.gaps
+                if gap_key == key]
+
     def stream_data(self) -> dict[StreamKey, _StreamData]:
         """The store's own rows, for its upkeep (`adapters.memory.upkeep`) only."""
         return self._streams
@@ -244,170 +244,3 @@ def _prunable(stream: Stream) -> bool:
     pins = stream.definition.retention
     has_pin = pins.max_age_seconds is not None or pins.max_records is not None
     return has_pin and not stream.legal_hold and not stream.erased
-
-
-@dataclass
-class _OutboxRow:
-    delivery: Delivery
-    home: str
-    next_attempt_at: datetime | None = None
-    lease_until: datetime | None = None
-    done: bool = False
-    created_at: datetime | None = None
-
-
-class MemoryDeliveryOutbox:
-    """Implements `DeliveryOutbox`; rows arrive from the store's commits."""
-
-    def __init__(self) -> None:
-        self._rows: dict[tuple[StreamKey, int], _OutboxRow] = {}
-
-    def enqueue(self, key: StreamKey, sequences: Sequence[int], home: str,
-                at: datetime | None = None) -> None:
-        for sequence in sequences:
-            self._rows[(key, sequence)] = _OutboxRow(Delivery(key, sequence, 0), home,
-                                                     created_at=at)
-
-    def purge(self, before: datetime, limit: int, home: str,
-              stream: StreamKey | None = None) -> int:
-        """Forget up to `limit` finished rows of `home` created at or before `before` (with
-        `stream`: every row of that stream, finished or not)."""
-        doomed = [where for where, row in sorted(self._rows.items(),
-                                                 key=lambda item: (item[1].created_at
-                                                                   or before, item[0]))
-                  if row.home == home and (
-                      where[0] == stream if stream is not None
-                      else row.done and row.created_at is not None
-                      and row.created_at <= before)][:max(0, limit)]
-        for where in doomed:
-            del self._rows[where]
-        return len(doomed)
-
-    def rows_of(self, key: StreamKey) -> int:
-        """Rows of `key`, finished or not."""
-        return sum(1 for stream, _ in self._rows if stream == key)
-
-    async def claim(self, worker: str, now: datetime, lease_seconds: float,
-                    limit: int, home: str) -> Sequence[Delivery]:
-        claimed: list[Delivery] = []
-        for row in sorted(self._rows.values(), key=lambda r: (r.delivery.stream,
-                                                                r.delivery.sequence)):
-            if len(claimed) >= limit:
-                break
-            if row.done or row.delivery.dead or row.home != home:
-                continue
-            if row.next_attempt_at is not None and row.next_attempt_at > now:
-                continue
-            if row.lease_until is not None and row.lease_until > now:
-                continue
-            row.lease_until = now + timedelta(seconds=lease_seconds)
-            row.delivery = replace(row.delivery, claimed_by=worker)
-            claimed.append(row.delivery)
-        return claimed
-
-    async def complete(self, key: StreamKey, sequence: int) -> None:
-        self._rows[(key, sequence)].done = True
-
-    async def retry(self, key: StreamKey, sequence: int, error: str,
-                    next_attempt_at: datetime) -> None:
-        row = self._rows[(key, sequence)]
-        row.delivery = replace(row.delivery, attempts=row.delivery.attempts + 1,
-                               last_error=error, claimed_by=None)
-        row.next_attempt_at = next_attempt_at
-        row.lease_until = None
-
-    async def dead_letter(self, key: StreamKey, sequence: int, error: str) -> None:
-        row = self._rows[(key, sequence)]
-        row.delivery = replace(row.delivery, attempts=row.delivery.attempts + 1,
-                               last_error=error, dead=True, claimed_by=None)
-        row.lease_until = None
-
-    async def dead_letters(self, key: StreamKey) -> Sequence[Delivery]:
-        return [row.delivery for (k, _), row in sorted(self._rows.items()) if k == key
-                and row.delivery.dead]
-
-    def pending(self) -> int:
-        return sum(1 for row in self._rows.values() if not row.done and not row.delivery.dead)
-
-    async def pending_count(self, key: StreamKey | None = None) -> int:
-        return sum(1 for (k, _), row in self._rows.items() if key in (None, k)
-                   and not row.done and not row.delivery.dead)
-
-
-@dataclass
-class _DeletionRow:
-    deletion: BodyDeletion
-    not_before: datetime
-    home: str | None
-    """Who may claim it: the owning stream's home, or the body's region for an orphan."""
-    lease_until: datetime | None = None
-
-
-class MemoryDeletionOutbox:
-    """Implements `DeletionOutbox`; rows arrive from the store's commits (one per body)."""
-
-    def __init__(self) -> None:
-        self._rows: dict[str, _DeletionRow] = {}
-        self._bodies: dict[tuple[str, str], str] = {}
-        self._ids = itertools.count(1)
-
-    def enqueue(self, key: StreamKey | None, bodies: Sequence[tuple[str, str, datetime]],
-                home: str | None = None) -> None:
-        """`home`: the owning stream's metadata home (None for a body no stream owns)."""
-        for region, object_key, not_before in bodies:
-            if (region, object_key) in self._bodies:
-                continue
-            deletion_id = str(next(self._ids))
-            self._bodies[(region, object_key)] = deletion_id
-            self._rows[deletion_id] = _DeletionRow(
-                BodyDeletion(deletion_id, key, region, object_key), not_before,
-                home if key is not None else region)
-
-    async def claim(self, worker: str, now: datetime, lease_seconds: float,
-                    limit: int, home: str) -> Sequence[BodyDeletion]:
-        claimed: list[BodyDeletion] = []
-        for row in sorted(self._rows.values(),
-                          key=lambda r: (r.not_before, int(r.deletion.id))):
-            if len(claimed) >= limit:
-                break
-            if row.home != home or row.not_before > now or (
-                    row.lease_until is not None and row.lease_until > now):
-                continue
-            row.lease_until = now + timedelta(seconds=lease_seconds)
-            claimed.append(row.deletion)
-        return claimed
-
-    async def claim_bodies(self, worker: str, bodies: Sequence[tuple[str, str]],
-                           now: datetime, lease_seconds: float) -> Sequence[BodyDeletion]:
-        claimed: list[BodyDeletion] = []
-        for body in dict.fromkeys(bodies):
-            deletion_id = self._bodies.get(body)
-            row = self._rows.get(deletion_id) if deletion_id is not None else None
-            if row is None or (row.lease_until is not None and row.lease_until > now):
-                continue
-            row.lease_until = now + timedelta(seconds=lease_seconds)
-            claimed.append(row.deletion)
-        return claimed
-
-    async def in_flight(self, stream: StreamKey, now: datetime) -> int:
-        return sum(1 for row in self._rows.values() if row.deletion.stream == stream
-                   and row.lease_until is not None and row.lease_until > now)
-
-    async def complete(self, deletion_id: str) -> None:
-        row = self._rows.pop(deletion_id, None)
-        if row is not None:
-            self._bodies.pop((row.deletion.region, row.deletion.object_key), None)
-
-    async def postpone(self, deletion_id: str, next_attempt_at: datetime,
-                       error: str | None = None) -> None:
-        row = self._rows[deletion_id]
-        if error is not None:
-            row.deletion = replace(row.deletion, attempts=row.deletion.attempts + 1,
-                                   last_error=error)
-        row.not_before = next_attempt_at
-        row.lease_until = None
-
-    def queued(self) -> list[tuple[str, str]]:
-        """(region, object key) of every row still queued, in queue order."""
-        return [(row.deletion.region, row.deletion.object_key)
-                for row in sorted(self._rows.values(), key=lambda r: int(r.deletion.id))]

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from adapters.memory.store import MemoryDeliveryOutbox, MemoryStreamStore, _StreamData
+from adapters.memory.outboxes import MemoryDeliveryOutbox
+from adapters.memory.store import MemoryStreamStore, _StreamData
 from application.ports import UpkeepLimits, UpkeepPass
 from domain.identifiers import StreamKey
 

@@ -2,7 +2,8 @@
 
 `open_postgres(dsn, region=…)` migrates (unless told not to), opens one pool,
 starts the group committer and the process's single LISTEN connection, and
-returns the adapters; `close()` stops them in reverse order. Every write of
+returns the adapters' bundle (`adapters.backend.Backend`, with its Postgres adapters
+and pool); `close()` stops them in reverse order. Every write of
 these adapters asserts that `region` (the node's) is not fenced (`fences.py`).
 """
 
@@ -12,11 +13,13 @@ from dataclasses import dataclass
 
 import asyncpg
 
+from adapters.backend import Backend
 from adapters.postgres.bus import ListenSettings, PostgresWakeBus
 from adapters.postgres.codec import AggregateCodec
 from adapters.postgres.deletions import PostgresDeletionOutbox
 from adapters.postgres.gaps import PostgresGapEvidence
 from adapters.postgres.group_commit import GroupCommitter
+from adapters.postgres.leadership import PostgresLeadership
 from adapters.postgres.migrations import migrate
 from adapters.postgres.outbox import PostgresDeliveryOutbox
 from adapters.postgres.pool import DatabaseBounds, open_pool
@@ -26,6 +29,7 @@ from adapters.postgres.store import PostgresStreamStore
 from adapters.postgres.stream_cache import StreamCache
 from adapters.postgres.subscription_leases import PostgresSubscriptionLeases
 from adapters.postgres.upkeep import PostgresStorageUpkeep
+from adapters.postgres.wait_notify import PostgresNotifyWaitService
 
 __all__ = ["DatabaseBounds", "PostgresAdapters", "migrate", "open_postgres"]
 
@@ -42,8 +46,10 @@ async def _keep_session(_connection: asyncpg.Connection) -> None:
     session-level advisory locks), and an open transaction is still rolled back."""
 
 
-@dataclass
-class PostgresAdapters:
+@dataclass(frozen=True, kw_only=True)
+class PostgresAdapters(Backend):
+    """The Postgres backend: the bundle's ports as the Postgres adapters, and their pool."""
+
     store: PostgresStreamStore
     reader: PostgresRecordReader
     gaps: PostgresGapEvidence
@@ -84,7 +90,8 @@ async def open_postgres(dsn: str, *, region: str = DEFAULT_REGION, migrate: bool
         from adapters.postgres.migrations import migrate as apply
 
         await apply(dsn)
-    pool = await open_pool(dsn, bounds or DatabaseBounds(),
+    database_bounds = bounds or DatabaseBounds()
+    pool = await open_pool(dsn, database_bounds,
                            max_size=max(pool_size, commit_connections + 2),
                            server_settings=_SERVER_SETTINGS, reset=_keep_session)
     codec = AggregateCodec()
@@ -106,6 +113,8 @@ async def open_postgres(dsn: str, *, region: str = DEFAULT_REGION, migrate: bool
         revoked=revoked,
         pool=pool,
         upkeep=PostgresStorageUpkeep(pool, region),
+        leadership=lambda: PostgresLeadership(dsn, region, database_bounds),
+        notify=lambda channel: PostgresNotifyWaitService(pool, channel),
     )
     try:
         await bus.start(listen=listen)

@@ -23,15 +23,13 @@ from datetime import datetime
 from typing import Any
 
 from application.ports import LiveChunk, StoredRecord, Wake
+from domain.canonical_json import compact_text
 from domain.identifiers import StreamKey
 from domain.records import ObjectRef
 
 WAKE_CHANNEL = "runnel_wake"
 LIVE_CHANNEL = "runnel_live"
 PAYLOAD_LIMIT_BYTES = 7999
-
-# One encoder for all: json.dumps with options builds a new encoder per call.
-_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 def _record_json(record: StoredRecord, payload_text: str | None) -> str:
@@ -41,14 +39,14 @@ def _record_json(record: StoredRecord, payload_text: str | None) -> str:
              _iso(record.appended_at), '","z":', str(record.size)]
     if record.has_payload:
         parts += [',"p":', payload_text if payload_text is not None
-                  else _COMPACT(record.payload)]
+                  else compact_text(record.payload)]
     if record.data is not None:
         parts += [',"d":"', base64.b64encode(record.data).decode("ascii"), '"']
     if record.object is not None:
         ref = record.object
-        parts += [',"o":', _COMPACT([ref.object_id, ref.size, ref.sha256, ref.content_type])]
+        parts += [',"o":', compact_text([ref.object_id, ref.size, ref.sha256, ref.content_type])]
     if record.idempotency_key is not None:
-        parts += [',"k":', _COMPACT(record.idempotency_key)]
+        parts += [',"k":', compact_text(record.idempotency_key)]
     parts.append("}")
     return "".join(parts)
 
@@ -62,7 +60,7 @@ def _json_text(text: str) -> str:
     if encoded is None:
         if len(_texts) > 1024:
             _texts.clear()
-        encoded = _texts[text] = _COMPACT(text)
+        encoded = _texts[text] = compact_text(text)
     return encoded
 
 
@@ -122,7 +120,7 @@ def encode_live(chunk: LiveChunk, origin: str) -> str | None:
     if chunk.index is not None:
         body["i"] = chunk.index
     try:
-        payload = origin + "\n" + chunk.stream.channel_key + "\n" + _COMPACT(body)
+        payload = origin + "\n" + chunk.stream.channel_key + "\n" + compact_text(body)
     except (TypeError, ValueError):
         return None
     return payload if _fits(payload) else None

@@ -12,11 +12,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from application.ports import StoredRecord
+from domain.canonical_json import compact_text
 from domain.errors import InvalidRecord
 from domain.records import ObjectRef
-
-# One encoder for all: json.dumps with options builds a new encoder per call.
-_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 
 RECORD_COLUMNS = ("sequence, content_type, appended_at, size, payload, data, object_id, "
                   "object_size, object_sha256, object_content_type, idempotency_key")
@@ -39,7 +37,7 @@ def payload_text(record: StoredRecord) -> str | None:
         # unpaired surrogates; JSON escapes NUL, so it is storable as it is.
         return record.payload_json
     try:
-        encoded = _COMPACT(record.payload)
+        encoded = compact_text(record.payload)
     except ValueError:
         raise InvalidRecord("payload is not valid JSON (NaN or Infinity)") from None
     # JSON escapes control characters, so only an unpaired surrogate can be left.

@@ -40,7 +40,7 @@ from adapters.postgres.load_coalescing import LoadCoalescer
 from adapters.postgres.stream_cache import StreamCache
 from adapters.postgres.stream_rows import ROW_COLUMNS, stream_from_row
 from adapters.postgres.unit_of_work import PostgresSession, load_intent_row
-from domain.errors import RunErased, TooManyStreams
+from domain.errors import TooManyStreams
 from domain.identifiers import RunKey, StreamKey
 from domain.object_intent import ObjectIntent
 from domain.stream import Stream
@@ -135,8 +135,7 @@ class PostgresStreamStore:
         key = stream.key
         with refused_when_fenced(self._region):
             row = await self._insert(stream, max_streams_per_run)
-        if row["run_erased"]:
-            raise RunErased("the run was erased; nothing more is stored")
+        stream.ensure_not_erased(row["run_erased"])
         if row["created"]:
             return stream, True
         existing = await self.load(key)

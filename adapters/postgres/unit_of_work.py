@@ -6,9 +6,8 @@ units of work staged for it. Each unit of work gets a `PostgresSession` on it.
 
 Rules:
 - a session works directly on the group's aggregate; on a clean exit its
-  events and staged rows are accepted into the group, in the order the memory
-  store commits them (events, removal, records, receipts, intents, deliveries,
-  queued body deletions);
+  events and staged rows are folded into the group (`adapters/staging.py` holds
+  the order, the one the memory store commits in);
 - a session that raises is rejected: its staged rows are dropped and, if it
   changed the aggregate, the aggregate is rebuilt from the loaded snapshot plus
   the events of the sessions accepted before it;
@@ -23,7 +22,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -32,6 +30,7 @@ import asyncpg
 from adapters.postgres.codec import AggregateCodec
 from adapters.postgres.record_rows import payload_text, storable
 from adapters.postgres.stream_cache import clone
+from adapters.staging import QueuedDeletion, Staging
 from application.ports import Removed, StoredRecord
 from domain.identifiers import StreamKey
 from domain.object_intent import ObjectIntent
@@ -103,12 +102,24 @@ class GroupStream:
         self.records: list[StoredRecord] = []
         self.receipts: dict[str, int] = {}
         self.deliveries: list[int] = []
-        self.deletions: list[tuple[str, str, datetime]] = []
+        self.deletions: list[QueuedDeletion] = []
         self.intents: dict[str, ObjectIntent] = {}
         self.intent_events: list[Any] = []
         self.payload_texts: dict[int, str | None] = {}
         self.delete_through = 0
         self.changed = False
+
+    def removed_through(self, sequence: int) -> None:
+        self.delete_through = max(self.delete_through, sequence)
+
+    def receipted(self, record: StoredRecord) -> None:
+        assert record.idempotency_key is not None
+        self.receipts[record.idempotency_key] = record.sequence
+
+    def queued(self, deliveries: Sequence[int], deletions: Sequence[QueuedDeletion],
+               records: Sequence[StoredRecord]) -> None:
+        self.deliveries.extend(deliveries)
+        self.deletions.extend(deletions)
 
 
 class SessionClosed(RuntimeError):
@@ -120,20 +131,16 @@ class NeedsLock(Exception):
     the group has to run under the row lock instead."""
 
 
-class PostgresSession:
+class PostgresSession(Staging):
     """`StreamSession` on a stream locked by the group's transaction."""
 
     def __init__(self, locked: GroupStream, connection: asyncpg.Connection,
                  codec: AggregateCodec, *, optimistic: bool = False) -> None:
+        super().__init__()
         self.stream: Stream = locked.stream
         self.run_erased = locked.run_erased
         self.version_at_start = locked.stream.version
-        self.new_records: list[StoredRecord] = []
         self.payload_texts: dict[int, str | None] = {}
-        self.new_deliveries: list[int] = []
-        self.new_deletions: list[tuple[str, str, datetime]] = []
-        self.saved_intents: dict[str, ObjectIntent] = {}
-        self.remove_through = 0
         self._locked = locked
         self._connection: asyncpg.Connection | None = connection
         self._codec = codec
@@ -187,22 +194,13 @@ class PostgresSession:
         """Encodes (and so checks) each body now, inside the unit of work that staged it."""
         texts = {record.sequence: payload_text(record) for record in records}
         self.payload_texts.update(texts)
-        self.new_records.extend(records)
-
-    def add_deliveries(self, sequences: Sequence[int]) -> None:
-        self.new_deliveries.extend(sequences)
-
-    def save_intent(self, intent: ObjectIntent) -> None:
-        self.saved_intents[intent.object_id] = intent
-
-    def queue_deletions(self, bodies: Sequence[tuple[str, str]], not_before: datetime) -> None:
-        self.new_deletions.extend((region, key, not_before) for region, key in bodies)
+        super().add_records(records)
 
     async def remove_records_through(self, sequence: int) -> Removed:
         """Counts what goes: committed rows not yet removed in this group, plus rows
         accepted earlier in this group; the deletion itself is written at flush."""
         self._needs_lock()
-        self.remove_through = max(self.remove_through, sequence)
+        self.stage_removal(sequence)
         locked = self._locked
         row = await self._db().fetchrow(_DOOMED, locked.id, locked.delete_through, sequence)
         assert row is not None
@@ -215,25 +213,10 @@ class PostgresSession:
 
 
 def accept(locked: GroupStream, session: PostgresSession) -> None:
-    """Fold a cleanly finished session into its group (same order as the memory store)."""
-    events = list(session.stream.collect_events())
-    locked.events.extend(events)
-    if session.remove_through:
-        locked.records = [r for r in locked.records if r.sequence > session.remove_through]
-        locked.delete_through = max(locked.delete_through, session.remove_through)
-    locked.records.extend(session.new_records)
-    locked.payload_texts.update(session.payload_texts)
-    for record in session.new_records:
-        if record.idempotency_key is not None:
-            locked.receipts[record.idempotency_key] = record.sequence
-    for object_id, intent in session.saved_intents.items():
-        locked.intent_events.extend(intent.collect_events())
-        locked.intents[object_id] = intent
-    locked.deliveries.extend(session.new_deliveries)
-    locked.deletions.extend(session.new_deletions)
-    if (events or session.remove_through or session.new_records or session.saved_intents
-            or session.new_deliveries or session.new_deletions):
+    """Fold a cleanly finished session into its group."""
+    if session.fold(list(session.stream.collect_events()), locked):
         locked.changed = True
+    locked.payload_texts.update(session.payload_texts)
 
 
 def reject(locked: GroupStream, session: PostgresSession) -> None:

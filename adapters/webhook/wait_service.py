@@ -16,7 +16,6 @@ Rules:
 
 from __future__ import annotations
 
-import json
 from types import TracebackType
 from typing import Any
 
@@ -25,6 +24,7 @@ from runnel_client.webhooks import webhook_headers
 
 from adapters.clock import SystemClock
 from application.ports import Clock, InputEvent
+from domain.canonical_json import compact_text
 
 TIMEOUT_SECONDS = 10.0
 
@@ -45,8 +45,7 @@ def event_body(event: InputEvent) -> dict[str, Any]:
 
 def encoded_body(event: InputEvent) -> bytes:
     """The exact bytes that are signed and sent."""
-    return json.dumps(event_body(event), separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode()
+    return compact_text(event_body(event)).encode()
 
 
 class WebhookWaitService:

@@ -1,7 +1,7 @@
 """The Litestar application: routes, dependencies, error shapes, limits, lifespan.
 
-Dependencies are Litestar's own `Provide`s fed from the dependency-injector
-container (no `@inject` on handlers, so no query parameter can override one).
+Dependencies are Litestar's own `Provide`s fed from the node the `NodeHost` runs
+(no `@inject` on handlers, so no query parameter can override one).
 `create_app` is the application; `create_asgi_app` wraps it in the event-stream
 transport, which must see the server's own `send` and so sits outside Litestar.
 """
@@ -20,7 +20,7 @@ from litestar.types import ASGIApp
 
 from application.service import RunnelService
 from entrypoints.backend import NodeUnready
-from entrypoints.container import Container, running
+from entrypoints.container import NodeHost
 from entrypoints.http.api_docs import api_docs_plugins, api_docs_router
 from entrypoints.http.auth import Authenticator, SubscribeAuthenticator
 from entrypoints.http.connections import ConnectionBudget, ConnectionMetrics
@@ -52,22 +52,22 @@ subscription ends with `event: end` `{"reason": "token_expired"}` when its token
 expires. Errors are `application/problem+json` with a stable `code`."""
 
 
-def create_app(settings: Settings, container: Container | None = None,
+def create_app(settings: Settings, host: NodeHost | None = None,
                draining: Draining | None = None) -> Litestar:
-    container = container if container is not None else Container(settings=settings)
+    host = host if host is not None else NodeHost(settings)
     draining = draining if draining is not None else Draining()
-    metrics: Metrics = container.metrics()
+    metrics = host.metrics
     auth = Authenticator.from_settings(settings)
     subscribe_tokens = SubscribeTokens(settings.resolved_jwt_secret())
 
     def provide_service() -> RunnelService:
-        return container.service()
+        return host.node.service
 
     def provide_metrics() -> Metrics:
         return metrics
 
     def provide_probe() -> Probe:
-        probe = container.backend().probe
+        probe = host.node.backend.probe
 
         async def unless_draining() -> None:
             if draining.begun:
@@ -77,7 +77,7 @@ def create_app(settings: Settings, container: Container | None = None,
         return unless_draining
 
     def provide_scrape() -> Scrape:
-        return lambda: scrape(metrics, container.service(), container.backend())
+        return lambda: scrape(metrics, host.node.service, host.node.backend)
 
     def provide_subscribe_tokens() -> SubscribeTokens:
         return subscribe_tokens
@@ -85,10 +85,9 @@ def create_app(settings: Settings, container: Container | None = None,
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
         # The second context is entered after the first: the backend is open by then.
-        async with running(container), auth.kept_current(
-                container.backend().revoked, container.clock(),
-                settings.revocation_refresh_seconds):
-            draining.attach(lambda: container.service().follower)
+        async with host.running() as node, auth.kept_current(
+                node.backend.revoked, node.clock, settings.revocation_refresh_seconds):
+            draining.attach(lambda: host.node.service.follower)
             yield
 
     return Litestar(
@@ -120,16 +119,16 @@ def create_app(settings: Settings, container: Container | None = None,
 
 def create_asgi_app(settings: Settings, connections: ConnectionBudget | None = None,
                     draining: Draining | None = None,
-                    container: Container | None = None) -> ASGIApp:
+                    host: NodeHost | None = None) -> ASGIApp:
     """What the server runs: the app behind the event-stream transport (coalesced writes,
     stall bound), inside the request ids (every response, every log line) and, when
     tracing is on, a server span; `connections`, the server's connection budget, is
     reported in /metrics; `draining` is how the server ends the node's subscriptions
     before it stops."""
-    container = container if container is not None else Container(settings=settings)
-    metrics: Metrics = container.metrics()
+    host = host if host is not None else NodeHost(settings)
+    metrics = host.metrics
     if connections is not None:
         metrics.registry.register(ConnectionMetrics(connections))
-    return traced(RequestIds(EventStreamTransport(create_app(settings, container, draining),
+    return traced(RequestIds(EventStreamTransport(create_app(settings, host, draining),
                                                   settings.sse_stall_seconds,
                                                   on_stall=metrics.stalled.inc)))

@@ -5,19 +5,16 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from adapters.memory.bus import MemoryWakeBus
 from adapters.memory.clock import FakeClock
-from adapters.memory.objects import MemoryObjectStore
-from adapters.memory.simulation import Simulation
-from adapters.memory.store import MemoryDeliveryOutbox, MemoryStreamStore
-from adapters.memory.subscription_leases import MemorySubscriptionLeases
-from adapters.memory.workflow import MemoryWorkflowWaitService
+from adapters.memory.simulation import Simulation, simulation
+from adapters.memory.store import MemoryStreamStore
 from application.following import Frame, KeepaliveFrame, RecordFrame
 from application.node import NodeSettings
-from application.service import Ports, RunnelService
+from application.service import RunnelService
 from domain.identifiers import StreamKey
 from domain.object_intent import ObjectPins
 from domain.principal import Principal
@@ -38,8 +35,8 @@ def key(stream_id: str = "s", run_id: str = RUN) -> StreamKey:
 
 
 def fake_clock(sim: Simulation) -> FakeClock:
-    assert isinstance(sim.clock, FakeClock)
-    return sim.clock
+    assert isinstance(sim.ports.clock, FakeClock)
+    return sim.ports.clock
 
 
 def definition(stream_id: str = "s", **pins: Any) -> dict[str, Any]:
@@ -80,13 +77,10 @@ class QuietSimulation:
 
 
 def quiet_simulation(node: NodeSettings) -> QuietSimulation:
-    store = MemoryStreamStore(MemoryWakeBus(), MemoryDeliveryOutbox())
     reader_bus = MemoryWakeBus()
-    ports = Ports(store=store, reader=store, bus=reader_bus, objects=MemoryObjectStore(),
-                  gaps=store, outbox=MemoryDeliveryOutbox(), deletions=store.deletions,
-                  wait_service=MemoryWorkflowWaitService(), clock=FakeClock(),
-                  leases=MemorySubscriptionLeases())
-    return QuietSimulation(RunnelService.build(ports, node), store, reader_bus)
+    sim = simulation(node, adjust=lambda ports: replace(ports, bus=reader_bus))
+    assert isinstance(sim.ports.store, MemoryStreamStore)
+    return QuietSimulation(sim.service, sim.ports.store, reader_bus)
 
 
 async def next_frame(frames: AsyncIterator[Frame]) -> Frame:
@@ -112,7 +106,7 @@ async def take_records(frames: AsyncIterator[Frame], count: int) -> list[int]:
 
 
 async def head_of(sim: Simulation, stream_id: str = "s", run_id: str = RUN) -> int:
-    stream = await sim.store.load(key(stream_id, run_id))
+    stream = await sim.ports.store.load(key(stream_id, run_id))
     assert stream is not None
     return stream.head
 

@@ -12,7 +12,7 @@ from tests.application.support import ALICE, RUN, append_numbers, key, make_stre
 
 
 async def stored_payloads(sim: Simulation, stream_id: str = "s") -> list[Any]:
-    page = await sim.store.read_page(key(stream_id), 0, 1000)
+    page = await sim.ports.store.read_page(key(stream_id), 0, 1000)
     return [record.payload if record.has_payload else record.data for record in page.records]
 
 
@@ -25,7 +25,7 @@ async def test_a_batch_gets_consecutive_sequences_from_head_plus_one() -> None:
         {"data": base64.b64encode(b"\x00\x01").decode(), "content_type": "application/x-raw"},
     ])
     assert (result.sequences, result.head, result.stored) == ((3, 4), 4, 2)
-    page = await sim.store.read_page(key(), 2, 10)
+    page = await sim.ports.store.read_page(key(), 2, 10)
     assert [(r.sequence, r.content_type) for r in page.records] == [
         (3, "application/json"), (4, "application/x-raw")]
     assert page.records[1].data == b"\x00\x01"
@@ -49,13 +49,13 @@ async def test_a_batch_of_only_duplicates_stores_nothing() -> None:
     sim = simulation()
     await make_stream(sim)
     await sim.service.appender.append(ALICE, RUN, "s", [{"payload": 1, "idempotency_key": "k"}])
-    events_before = len(sim.store.event_log(key()))
+    events_before = len(sim.ports.store.event_log(key()))
     again = await sim.service.appender.append(ALICE, RUN, "s",
                                               [{"payload": 99, "idempotency_key": "k"}])
     assert again.all_duplicates
     assert (again.sequences, again.head) == ((1,), 1)
     assert await stored_payloads(sim) == [1]
-    assert len(sim.store.event_log(key())) == events_before
+    assert len(sim.ports.store.event_log(key())) == events_before
 
 
 async def test_redaction_masks_the_pinned_paths_before_the_record_is_stored() -> None:
@@ -63,10 +63,10 @@ async def test_redaction_masks_the_pinned_paths_before_the_record_is_stored() ->
     await make_stream(sim, redaction={"mask": ["/user/email", "/tokens/0"]})
     await sim.service.appender.append(ALICE, RUN, "s", [{"payload": {
         "user": {"email": "a@example.com", "name": "Ann"}, "tokens": ["secret", "ok"]}}])
-    [record] = (await sim.store.read_page(key(), 0, 10)).records
+    [record] = (await sim.ports.store.read_page(key(), 0, 10)).records
     assert record.payload == {"user": {"email": "[redacted]", "name": "Ann"},
                               "tokens": ["[redacted]", "ok"]}
-    assert "a@example.com" not in repr(sim.store.event_log(key()))
+    assert "a@example.com" not in repr(sim.ports.store.event_log(key()))
 
 
 async def test_an_input_stream_stages_one_outbox_row_per_new_record() -> None:
@@ -75,7 +75,7 @@ async def test_an_input_stream_stages_one_outbox_row_per_new_record() -> None:
     await sim.service.appender.append(ALICE, RUN, "s", [
         {"payload": 1, "idempotency_key": "k"}, {"payload": 2}, {"payload": 3}])
     await sim.service.appender.append(ALICE, RUN, "s", [{"payload": 1, "idempotency_key": "k"}])
-    claimed = await sim.outbox.claim("w", sim.clock.now(), 30, 100, "local")
+    claimed = await sim.ports.outbox.claim("w", sim.ports.clock.now(), 30, 100, "local")
     assert [(d.stream, d.sequence) for d in claimed] == [(key(), 1), (key(), 2), (key(), 3)]
 
 
@@ -83,7 +83,7 @@ async def test_an_output_stream_stages_no_outbox_rows() -> None:
     sim = simulation()
     await make_stream(sim)
     await append_numbers(sim, 1, 3)
-    assert sim.outbox.pending() == 0
+    assert sim.ports.outbox.pending() == 0
 
 
 async def test_policy_reject_answers_backpressure_at_once_and_stores_nothing() -> None:

@@ -29,7 +29,7 @@ async def test_appends_reach_a_connected_reader_as_live_chunks_and_are_not_store
         assert first.chunk.seq < second.chunk.seq
     finally:
         await follow.close()
-    page = await sim.store.read_page(key(), 0, 10)
+    page = await sim.ports.store.read_page(key(), 0, 10)
     assert (page.records, page.head) == ((), 0)
 
 
@@ -38,7 +38,7 @@ async def test_an_append_with_no_reader_is_accepted_and_dropped() -> None:
     await make_best_effort(sim)
     result = await sim.service.appender.append(ALICE, RUN, "s", [{"payload": 1}])
     assert result.published == 1
-    assert (await sim.store.read_page(key(), 0, 10)).records == ()
+    assert (await sim.ports.store.read_page(key(), 0, 10)).records == ()
 
 
 async def test_a_closed_best_effort_stream_refuses_appends() -> None:

@@ -31,7 +31,7 @@ async def pruned_object(sim: Simulation) -> ObjectIntent:
     await sim.service.objects.commit(ALICE, RUN, "s", intent.object_id)
     await append_numbers(sim, 1, 1)
     await sim.service.retention.prune(key())
-    assert sim.deletions.queued() == [("local", intent.object_key)]
+    assert sim.ports.deletions.queued() == [("local", intent.object_key)]
     return intent
 
 
@@ -67,22 +67,22 @@ async def test_a_body_of_a_held_stream_waits_until_the_hold_is_released() -> Non
     assert await sim.service.deleter.delete_once("w") == 0
     clock.advance(HOLD_RECHECK_SECONDS)
     assert await sim.service.deleter.delete_once("w") == 0
-    assert sim.objects.keys("local") == [intent.object_key]
-    assert sim.deletions.queued() == [("local", intent.object_key)]
+    assert sim.ports.objects.keys("local") == [intent.object_key]
+    assert sim.ports.deletions.queued() == [("local", intent.object_key)]
     await sim.service.lifecycle.set_legal_hold(ADMIN, RUN, "s", False, None)
     assert await sim.service.deleter.delete_once("w") == 0  # not due before the recheck
     clock.advance(HOLD_RECHECK_SECONDS)
     assert await sim.service.deleter.delete_once("w") == 1
-    assert sim.objects.keys("local") == []
-    assert sim.deletions.queued() == []
+    assert sim.ports.objects.keys("local") == []
+    assert sim.ports.deletions.queued() == []
 
 
 async def test_a_failed_delete_is_retried_with_backoff_and_never_dropped() -> None:
     sim = simulation()
     clock = fake_clock(sim)
     intent = await pruned_object(sim)
-    flaky = FlakyObjectStore(sim.objects, failures=2)
-    deleter = BodyDeleter(sim.deletions, sim.store, flaky, clock, NodeSettings())
+    flaky = FlakyObjectStore(sim.ports.objects, failures=2)
+    deleter = BodyDeleter(sim.ports.deletions, sim.ports.store, flaky, clock, NodeSettings())
     assert await deleter.delete_once("w") == 0
     assert await deleter.delete_once("w") == 0  # backing off: not even tried
     assert flaky.failures == 1
@@ -92,8 +92,8 @@ async def test_a_failed_delete_is_retried_with_backoff_and_never_dropped() -> No
     assert await deleter.delete_once("w") == 0  # the backoff grew
     clock.advance(deletion_backoff_seconds(2))
     assert await deleter.delete_once("w") == 1
-    assert sim.objects.keys("local") == [] and sim.deletions.queued() == []
-    assert intent.object_key not in sim.objects.keys("local")
+    assert sim.ports.objects.keys("local") == [] and sim.ports.deletions.queued() == []
+    assert intent.object_key not in sim.ports.objects.keys("local")
 
 
 async def test_a_claimed_deletion_is_taken_over_only_after_its_lease() -> None:
@@ -101,12 +101,12 @@ async def test_a_claimed_deletion_is_taken_over_only_after_its_lease() -> None:
     clock = fake_clock(sim)
     await pruned_object(sim)
     lease = NodeSettings().delivery_lease_seconds
-    claimed = await sim.deletions.claim("dead-worker", clock.now(), lease, 10, "local")
+    claimed = await sim.ports.deletions.claim("dead-worker", clock.now(), lease, 10, "local")
     assert len(claimed) == 1 and claimed[0].stream == key()
     assert await sim.service.deleter.delete_once("w") == 0
     clock.advance(lease)
     assert await sim.service.deleter.delete_once("w") == 1
-    assert sim.objects.keys("local") == []
+    assert sim.ports.objects.keys("local") == []
 
 
 async def test_abort_under_legal_hold_keeps_the_body_until_the_hold_is_released() -> None:
@@ -117,12 +117,12 @@ async def test_abort_under_legal_hold_keeps_the_body_until_the_hold_is_released(
     await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(b"body"))
     await sim.service.lifecycle.set_legal_hold(ADMIN, RUN, "s", True, "audit")
     await sim.service.objects.abort(ALICE, RUN, "s", intent.object_id)
-    assert sim.objects.keys("local") == [intent.object_key]
+    assert sim.ports.objects.keys("local") == [intent.object_key]
     assert await sim.service.deleter.delete_once("w") == 0
     await sim.service.lifecycle.set_legal_hold(ADMIN, RUN, "s", False, None)
     clock.advance(HOLD_RECHECK_SECONDS)
     assert await sim.service.deleter.delete_once("w") == 1
-    assert sim.objects.keys("local") == []
+    assert sim.ports.objects.keys("local") == []
 
 
 async def test_abort_deletes_at_once_through_the_outbox() -> None:
@@ -131,22 +131,22 @@ async def test_abort_deletes_at_once_through_the_outbox() -> None:
     intent, _ = await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(b"body"))
     await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(b"body"))
     await sim.service.objects.abort(ALICE, RUN, "s", intent.object_id)
-    assert sim.objects.keys("local") == []
-    assert sim.deletions.queued() == []  # claimed, deleted, completed
+    assert sim.ports.objects.keys("local") == []
+    assert sim.ports.deletions.queued() == []  # claimed, deleted, completed
 
 
 async def test_an_at_once_delete_that_fails_is_left_to_the_worker() -> None:
     sim = simulation()
     clock = fake_clock(sim)
     intent = await pruned_object(sim)  # queued, as a change that deletes at once queues it
-    flaky = FlakyObjectStore(sim.objects, failures=1)
-    deleter = BodyDeleter(sim.deletions, sim.store, flaky, clock, NodeSettings())
+    flaky = FlakyObjectStore(sim.ports.objects, failures=1)
+    deleter = BodyDeleter(sim.ports.deletions, sim.ports.store, flaky, clock, NodeSettings())
     assert await deleter.delete_now([("local", intent.object_key)]) == 0
-    assert sim.objects.keys("local") == [intent.object_key]
-    assert sim.deletions.queued() == [("local", intent.object_key)]
+    assert sim.ports.objects.keys("local") == [intent.object_key]
+    assert sim.ports.deletions.queued() == [("local", intent.object_key)]
     clock.advance(deletion_backoff_seconds(1))
     assert await deleter.delete_once("w") == 1
-    assert sim.objects.keys("local") == []
+    assert sim.ports.objects.keys("local") == []
 
 
 class GatedObjectStore(FlakyObjectStore):
@@ -165,15 +165,16 @@ class GatedObjectStore(FlakyObjectStore):
 
 async def test_placing_a_hold_waits_for_a_deletion_already_under_way() -> None:
     sim = simulation()
-    gated = GatedObjectStore(sim.objects)
-    deleter = BodyDeleter(sim.deletions, sim.store, gated, sim.clock, NodeSettings())
+    gated = GatedObjectStore(sim.ports.objects)
+    deleter = BodyDeleter(sim.ports.deletions, sim.ports.store, gated, sim.ports.clock,
+                          NodeSettings())
     first = await pruned_object(sim)
     second, _ = await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(b"2nd", "o2"))
     await sim.service.objects.upload(ALICE, RUN, "s", second.object_id, body_of(b"2nd"))
     await sim.service.objects.commit(ALICE, RUN, "s", second.object_id)
     await append_numbers(sim, 2, 2)
     await sim.service.retention.prune(key())
-    assert len(sim.deletions.queued()) == 2
+    assert len(sim.ports.deletions.queued()) == 2
     worker = asyncio.create_task(deleter.delete_once("w", limit=1))
     await asyncio.wait_for(gated.deleting.wait(), 5)  # it saw no hold, and is deleting
 
@@ -184,11 +185,11 @@ async def test_placing_a_hold_waits_for_a_deletion_already_under_way() -> None:
     gated.gate.set()
     assert await asyncio.wait_for(worker, 5) == 1
     assert await asyncio.wait_for(hold, 5) == (True, "audit")
-    assert first.object_key not in sim.objects.keys("local")
+    assert first.object_key not in sim.ports.objects.keys("local")
 
     # From the answer on, nothing of the stream is deleted.
     assert await deleter.delete_once("w") == 0
-    assert second.object_key in sim.objects.keys("local")
+    assert second.object_key in sim.ports.objects.keys("local")
 
 
 async def test_placing_a_hold_does_not_wait_for_a_claim_whose_lease_ended() -> None:
@@ -196,7 +197,7 @@ async def test_placing_a_hold_does_not_wait_for_a_claim_whose_lease_ended() -> N
     clock = fake_clock(sim)
     await pruned_object(sim)
     lease = NodeSettings().delivery_lease_seconds
-    assert len(await sim.deletions.claim("dead-worker", clock.now(), lease, 10, "local")) == 1
+    assert len(await sim.ports.deletions.claim("dead-worker", clock.now(), lease, 10, "local")) == 1
     clock.advance(lease + 1)
     assert await asyncio.wait_for(
         sim.service.lifecycle.set_legal_hold(ADMIN, RUN, "s", True, "audit"), 1) == (

@@ -13,7 +13,7 @@ async def test_close_returns_the_head_and_is_idempotent() -> None:
     await append_numbers(sim, 1, 3)
     assert await sim.service.lifecycle.close(ALICE, RUN, "s") == 3
     assert await sim.service.lifecycle.close(ALICE, RUN, "s") == 3
-    closes = [e for e in sim.store.event_log(key()) if type(e).__name__ == "Closed"]
+    closes = [e for e in sim.ports.store.event_log(key()) if type(e).__name__ == "Closed"]
     assert len(closes) == 1
     assert (await sim.service.definitions.get(ALICE, RUN, "s")).closed
     with pytest.raises(StreamClosed):

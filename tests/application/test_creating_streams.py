@@ -47,7 +47,7 @@ async def test_an_identical_re_create_returns_the_stored_stream_without_creating
     assert not created
     assert again.definition == first.definition
     assert again.head == 1  # the stored stream, not a fresh one
-    assert len(sim.store.event_log(first.key)) == 2  # Created, Appended: no second Created
+    assert len(sim.ports.store.event_log(first.key)) == 2  # Created, Appended: no second Created
 
 
 async def test_the_same_stream_id_with_another_definition_is_a_conflict() -> None:
@@ -77,7 +77,7 @@ async def test_creating_away_from_the_metadata_home_is_refused() -> None:
     with pytest.raises(WrongRegion):
         await sim.service.definitions.create(
             ALICE, RUN, definition(placement={"metadata_home": "eu-1"}))
-    assert await sim.store.list_run(RunKey(TENANT, RUN)) == []
+    assert await sim.ports.store.list_run(RunKey(TENANT, RUN)) == []
 
 
 async def test_raw_hidden_reasoning_may_not_be_streamed() -> None:

@@ -58,9 +58,9 @@ async def test_erasure_removes_records_and_bodies_of_unheld_streams() -> None:
     ids = await run_with_objects(sim)
     held_key = (await sim.service.objects.get(ALICE, RUN, "held", ids["held"])).object_key
     await sim.service.lifecycle.erase_run(ADMIN, RUN)
-    page = await sim.store.read_page(key("a"), 0, 100)
+    page = await sim.ports.store.read_page(key("a"), 0, 100)
     assert (page.records, page.head, page.earliest) == ((), 4, 5)
-    assert sim.objects.keys("local") == [held_key]
+    assert sim.ports.objects.keys("local") == [held_key]
     prepared = await sim.service.objects.get(ALICE, RUN, "a", ids["prepared"])
     assert prepared.current_state is IntentState.ABORTED
     with pytest.raises(NotFound):
@@ -71,7 +71,7 @@ async def test_a_held_stream_keeps_its_records_and_bodies() -> None:
     sim = simulation()
     ids = await run_with_objects(sim)
     await sim.service.lifecycle.erase_run(ADMIN, RUN)
-    page = await sim.store.read_page(key("held"), 0, 100)
+    page = await sim.ports.store.read_page(key("held"), 0, 100)
     assert [r.sequence for r in page.records] == [1, 2, 3]
     _, chunks = await sim.service.objects.body(ALICE, RUN, "held", ids["held"])
     assert b"".join([c async for c in chunks]) == b"held" * 10
@@ -86,7 +86,7 @@ async def test_nothing_is_appended_to_an_erased_run_held_or_not() -> None:
             await append_numbers(sim, 9, 9, stream_id)
     with pytest.raises(RunErased):
         await sim.service.objects.prepare(ALICE, RUN, "a", object_pins(b"late", "late"))
-    assert (await sim.store.read_page(key("held"), 0, 100)).head == 3
+    assert (await sim.ports.store.read_page(key("held"), 0, 100)).head == 3
 
 
 async def test_no_stream_is_created_in_an_erased_run() -> None:
@@ -107,7 +107,7 @@ async def test_releasing_the_hold_and_erasing_again_removes_the_rest() -> None:
     report = await sim.service.lifecycle.erase_run(ADMIN, RUN)
     assert report == ErasureReport(streams=2, records_deleted=3, objects_deleted=1,
                                    held_streams=[])
-    assert sim.objects.keys("local") == []
+    assert sim.ports.objects.keys("local") == []
 
 
 async def test_only_an_admin_erases_a_run() -> None:

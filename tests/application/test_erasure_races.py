@@ -54,15 +54,15 @@ async def erase_inside(sim: Simulation, reached: asyncio.Event, release: asyncio
 
 async def nothing_stored_in_the_run(sim: Simulation) -> None:
     """Every stream of the run is sealed and holds no record, as the store itself says."""
-    for stream in await sim.store.list_run(key("s").run):
+    for stream in await sim.ports.store.list_run(key("s").run):
         assert stream.erased, stream.stream_id
-        assert not (await sim.store.read_page(stream.key, 0, 1000)).records, stream.stream_id
+        assert not (await sim.ports.store.read_page(stream.key, 0, 1000)).records, stream.stream_id
 
 
 async def test_a_create_that_reached_the_store_before_the_erasure_is_refused_after_it() -> None:
     sim = simulation()
     await make_stream(sim, "first")
-    reached, release = park(sim.store, "create")
+    reached, release = park(sim.ports.store, "create")
     with pytest.raises(RunErased):
         await erase_inside(sim, reached, release,
                            sim.service.definitions.create(ALICE, RUN, definition("late")))
@@ -77,7 +77,7 @@ async def test_an_append_that_loaded_its_pins_before_the_erasure_stores_nothing(
     sim = simulation()
     await make_stream(sim)
     await append_numbers(sim, 1, 2)
-    reached, release = park(sim.store, "transact")
+    reached, release = park(sim.ports.store, "transact")
     with pytest.raises(RunErased):
         await erase_inside(sim, reached, release,
                            sim.service.appender.append(ALICE, RUN, "s", [{"payload": 3}]))
@@ -87,7 +87,7 @@ async def test_an_append_that_loaded_its_pins_before_the_erasure_stores_nothing(
 async def test_an_append_between_the_mark_and_the_seal_is_refused() -> None:
     sim = simulation()
     await make_stream(sim)
-    reached, release = park(sim.store, "mark_run_erased", after=True)
+    reached, release = park(sim.ports.store, "mark_run_erased", after=True)
     eraser = asyncio.ensure_future(sim.service.lifecycle.erase_run(ADMIN, RUN))
     await asyncio.wait_for(reached.wait(), 5)
     with pytest.raises(RunErased):
@@ -104,7 +104,7 @@ async def test_an_object_commit_that_passed_its_checks_before_the_erasure_stores
     body = b"object body" * 10
     intent, _ = await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(body, "o1"))
     await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(body))
-    reached, release = park(sim.objects, "stat", after=True)  # confirmed, not yet locked
+    reached, release = park(sim.ports.objects, "stat", after=True)  # confirmed, not yet locked
     with pytest.raises(RunErased):
         await erase_inside(sim, reached, release,
                            sim.service.objects.commit(ALICE, RUN, "s", intent.object_id))

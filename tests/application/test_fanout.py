@@ -48,4 +48,4 @@ async def test_a_slow_follow_still_gets_every_record_after_its_queue_overflowed(
         assert await take_records(frames, 1) == [len(expected) + 1]
     finally:
         await follow.close()
-    assert sim.store.gaps == []
+    assert sim.ports.store.gaps == []

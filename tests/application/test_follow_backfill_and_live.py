@@ -1,15 +1,11 @@
 """Following: register, backfill in pages of at most 256, then follow live; nothing lost."""
 
-from adapters.memory.bus import MemoryWakeBus
-from adapters.memory.clock import FakeClock
-from adapters.memory.objects import MemoryObjectStore
+from dataclasses import replace
+from datetime import datetime
+
 from adapters.memory.simulation import simulation
-from adapters.memory.store import MemoryDeliveryOutbox, MemoryStreamStore
-from adapters.memory.subscription_leases import MemorySubscriptionLeases
-from adapters.memory.workflow import MemoryWorkflowWaitService
 from application.node import NodeSettings
-from application.ports import RecordPage
-from application.service import Ports, RunnelService
+from application.ports import RecordPage, RecordReader
 from domain.identifiers import StreamKey
 from tests.application.support import (
     ALICE,
@@ -21,27 +17,26 @@ from tests.application.support import (
 )
 
 
-class PageCountingStore(MemoryStreamStore):
-    """The in-memory store, remembering how many rows each read asked for and got."""
+class PageCountingReader:
+    """The store's reader, remembering how many rows each read asked for and got."""
 
-    def __init__(self, bus: MemoryWakeBus) -> None:
-        super().__init__(bus)
+    def __init__(self, inner: RecordReader) -> None:
+        self._inner = inner
         self.reads: list[tuple[int, int]] = []
 
     async def read_page(self, key: StreamKey, after: int, limit: int) -> RecordPage:
-        page = await super().read_page(key, after, limit)
+        page = await self._inner.read_page(key, after, limit)
         self.reads.append((limit, len(page.records)))
         return page
 
+    async def newest_appended_before(self, key: StreamKey, cutoff: datetime) -> int:
+        return await self._inner.newest_appended_before(key, cutoff)
+
 
 async def test_history_is_backfilled_in_pages_of_at_most_256() -> None:
-    bus = MemoryWakeBus()
-    store = PageCountingStore(bus)
-    service = RunnelService.build(Ports(
-        store=store, reader=store, bus=bus, objects=MemoryObjectStore(), gaps=store,
-        outbox=MemoryDeliveryOutbox(), deletions=store.deletions,
-        wait_service=MemoryWorkflowWaitService(),
-        clock=FakeClock(), leases=MemorySubscriptionLeases()), NodeSettings())
+    sim = simulation(adjust=lambda ports: replace(ports, reader=PageCountingReader(ports.reader)))
+    service, store = sim.service, sim.ports.reader
+    assert isinstance(store, PageCountingReader)
     await service.definitions.create(ALICE, RUN, definition())
     await service.appender.append(ALICE, RUN, "s", [{"payload": n} for n in range(600)])
     follow = await service.follower.open(ALICE, RUN, "s", after=0)
@@ -92,4 +87,4 @@ async def test_records_committed_between_registration_and_backfill_are_not_lost(
         assert await take_records(frames, 1) == [28]  # nothing repeated from the overlap
     finally:
         await follow.close()
-    assert sim.store.gaps == []
+    assert sim.ports.store.gaps == []

@@ -53,7 +53,7 @@ async def test_a_closed_stream_is_served_without_a_wake_registration() -> None:
     follow = await sim.service.follower.open(ALICE, RUN, "s", after=3)
     try:
         assert not follow.holds_wake_registration
-        assert sim.bus.hub.reader_count == 0
+        assert sim.ports.bus.hub.reader_count == 0
         frames = await drain(follow.frames())
     finally:
         await follow.close()

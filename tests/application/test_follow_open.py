@@ -2,20 +2,16 @@
 any frame; registrations are capped and released."""
 
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from datetime import datetime
 
 import pytest
 
-from adapters.memory.bus import MemoryWakeBus
 from adapters.memory.clock import FakeClock
-from adapters.memory.objects import MemoryObjectStore
 from adapters.memory.simulation import simulation
-from adapters.memory.store import MemoryDeliveryOutbox, MemoryStreamStore
 from adapters.memory.subscription_leases import MemorySubscriptionLeases
-from adapters.memory.workflow import MemoryWorkflowWaitService
 from application.node import NodeSettings
-from application.ports import RecordPage
-from application.service import Ports, RunnelService
+from application.ports import RecordPage, RecordReader
 from application.subscription_slots import SubscriptionSlots
 from domain.errors import CursorPruned, EgressDenied, FutureCursor, TooManySubscriptions
 from domain.identifiers import StreamKey
@@ -38,7 +34,7 @@ class CommitAfterFirstRead:
     """The store's reader, with a producer that commits once right after the first read
     returns: the window between reading history and whatever the follow does next."""
 
-    def __init__(self, store: MemoryStreamStore) -> None:
+    def __init__(self, store: RecordReader) -> None:
         self._store = store
         self.after_first_read: Callable[[], Awaitable[object]] | None = None
 
@@ -59,7 +55,7 @@ async def test_a_cursor_beyond_head_is_refused_before_any_frame() -> None:
     await append_numbers(sim, 1, 3)
     with pytest.raises(FutureCursor):
         await sim.service.follower.open(ALICE, RUN, "s", after=4)
-    assert sim.bus.hub.reader_count == 0
+    assert sim.ports.bus.hub.reader_count == 0
 
 
 async def test_a_pruned_cursor_is_refused_before_any_frame() -> None:
@@ -70,7 +66,7 @@ async def test_a_pruned_cursor_is_refused_before_any_frame() -> None:
     with pytest.raises(CursorPruned) as refused:
         await sim.service.follower.open(ALICE, RUN, "s", after=1)
     assert (refused.value.requested, refused.value.earliest, refused.value.latest) == (1, 4, 5)
-    assert sim.bus.hub.reader_count == 0
+    assert sim.ports.bus.hub.reader_count == 0
     follow = await sim.service.follower.open(ALICE, RUN, "s", after=3)
     await follow.close()
 
@@ -111,26 +107,22 @@ async def test_close_releases_the_wake_registration() -> None:
     await make_stream(sim)
     follows = [await sim.service.follower.open(ALICE, RUN, "s", after=0) for _ in range(3)]
     assert all(follow.holds_wake_registration for follow in follows)
-    assert sim.bus.hub.reader_count == 3
+    assert sim.ports.bus.hub.reader_count == 3
     for follow in follows:
         await follow.close()
-    assert sim.bus.hub.reader_count == 0
+    assert sim.ports.bus.hub.reader_count == 0
     assert not follows[0].holds_wake_registration
-    assert not sim.bus.hub.has_readers(key())
+    assert not sim.ports.bus.hub.has_readers(key())
 
 
 async def test_a_record_committed_just_after_the_history_read_arrives_by_its_wake() -> None:
     """SPEC §4.1: the registration comes before the backfill read. Registered after it, the
     wake of a record committed in between rings for nobody and the record waits for the
     keepalive tick (here an hour)."""
-    bus = MemoryWakeBus()
-    store = MemoryStreamStore(bus, MemoryDeliveryOutbox())
-    reader = CommitAfterFirstRead(store)
-    service = RunnelService.build(Ports(
-        store=store, reader=reader, bus=bus, objects=MemoryObjectStore(), gaps=store,
-        outbox=MemoryDeliveryOutbox(), deletions=store.deletions,
-        wait_service=MemoryWorkflowWaitService(), clock=FakeClock(),
-        leases=MemorySubscriptionLeases()), NO_KEEPALIVE)
+    sim = simulation(NO_KEEPALIVE,
+                     adjust=lambda ports: replace(ports, reader=CommitAfterFirstRead(ports.reader)))
+    service, reader = sim.service, sim.ports.reader
+    assert isinstance(reader, CommitAfterFirstRead)
     await service.definitions.create(ALICE, RUN, definition())
     await service.appender.append(ALICE, RUN, "s", [{"payload": 1}, {"payload": 2}])
     reader.after_first_read = lambda: service.appender.append(ALICE, RUN, "s", [{"payload": 3}])
@@ -152,7 +144,7 @@ async def test_a_follow_of_a_closed_stream_holds_its_slot_until_it_closes() -> N
     follow = await sim.service.follower.open(ALICE, RUN, "s", after=0)
     try:
         assert not follow.holds_wake_registration
-        assert sim.bus.hub.reader_count == 0
+        assert sim.ports.bus.hub.reader_count == 0
         with pytest.raises(TooManySubscriptions):
             await sim.service.follower.open(ALICE, RUN, "s", after=0)
         assert await take_records(follow.frames(), 3) == [1, 2, 3]

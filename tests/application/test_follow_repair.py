@@ -31,13 +31,13 @@ async def test_a_wake_carrying_records_the_reader_already_has_is_dropped() -> No
     frames = follow.frames()
     try:
         assert await take_records(frames, 3) == [1, 2, 3]
-        seen = (await sim.store.read_page(key(), 1, 10)).records
-        sim.bus.hub.deliver_wake(Wake(key(), 3, False, tuple(seen)))
+        seen = (await sim.ports.store.read_page(key(), 1, 10)).records
+        sim.ports.bus.hub.deliver_wake(Wake(key(), 3, False, tuple(seen)))
         await append_numbers(sim, 4, 4)
         assert await take_records(frames, 1) == [4]
     finally:
         await follow.close()
-    assert sim.store.gaps == []
+    assert sim.ports.store.gaps == []
 
 
 async def test_a_wake_that_reveals_a_gap_is_served_by_reading_the_gap_first() -> None:

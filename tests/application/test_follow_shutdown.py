@@ -54,8 +54,9 @@ async def test_a_follow_of_a_drained_node_resumes_elsewhere_losing_nothing() -> 
         await follow.close()
     await sim.service.lifecycle.close(ALICE, RUN, "s")
     # Another node on the same store: a follower of its own, not draining.
-    elsewhere = Follower(sim.store, sim.store, sim.bus, sim.store, NodeSettings(page_size=2),
-                         sim.service.follower.slots)
+    ports = sim.ports
+    elsewhere = Follower(ports.store, ports.reader, ports.bus, ports.gaps,
+                         NodeSettings(page_size=2), sim.service.follower.slots)
     resumed = await elsewhere.open(ALICE, RUN, "s", after=3)
     try:
         rest = await drain(resumed.frames())

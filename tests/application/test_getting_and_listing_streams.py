@@ -126,10 +126,10 @@ async def test_a_run_homed_elsewhere_is_421_when_its_first_page_holds_it_all() -
     await make_stream(sim, "a", placement=away)
     await make_stream(sim, "b")
     # Seen from a node in "us": no stream may be described there.
-    us = StreamDefinitions(sim.store, sim.clock, NodeSettings(region="us"))
+    us = StreamDefinitions(sim.ports.store, sim.ports.clock, NodeSettings(region="us"))
     with pytest.raises(WrongRegion):
         await us.list(ALICE, RUN)
     page = await us.list(ALICE, RUN, None, 1)  # not the whole run: a page, empty
     assert (list(page.streams), page.next_cursor) == ([], "a")
-    eu = StreamDefinitions(sim.store, sim.clock, NodeSettings(region="eu"))
+    eu = StreamDefinitions(sim.ports.store, sim.ports.clock, NodeSettings(region="eu"))
     assert [s.stream_id for s in (await eu.list(ALICE, RUN)).streams] == ["a"]

@@ -22,7 +22,7 @@ async def test_each_input_record_is_published_once_with_a_deterministic_id() -> 
         (input_event_id(key(), 1), RUN, "s", 1), (input_event_id(key(), 2), RUN, "s", 2)]
     assert sim.workflow.events[0].record["payload"] == 1
     assert await sim.service.dispatcher.dispatch_once("w1") == 0
-    assert sim.outbox.pending() == 0
+    assert sim.ports.outbox.pending() == 0
     other = await input_stream()
     await other.service.dispatcher.dispatch_once("elsewhere")
     assert [e.event_id for e in other.workflow.events] == [e.event_id for e in sim.workflow.events]
@@ -42,7 +42,7 @@ async def test_a_failed_publish_is_retried_with_growing_backoff() -> None:
     clock.advance(backoff_seconds(2) - backoff_seconds(1))
     assert await sim.service.dispatcher.dispatch_once("w") == 1
     assert [e.sequence for e in sim.workflow.events] == [1]
-    assert await sim.outbox.dead_letters(key()) == []
+    assert await sim.ports.outbox.dead_letters(key()) == []
 
 
 async def test_a_row_failing_every_attempt_is_dead_lettered_and_stays_visible() -> None:
@@ -52,7 +52,7 @@ async def test_a_row_failing_every_attempt_is_dead_lettered_and_stays_visible() 
     for _ in range(3):
         assert await sim.service.dispatcher.dispatch_once("w") == 0
         clock.advance(3600)
-    [dead] = await sim.outbox.dead_letters(key())
+    [dead] = await sim.ports.outbox.dead_letters(key())
     assert (dead.sequence, dead.attempts, dead.dead) == (1, 3, True)
     assert dead.last_error is not None and "ConnectionError" in dead.last_error
     sim.workflow.fail_next(0)
@@ -64,7 +64,7 @@ async def test_a_claimed_row_is_not_claimed_again_before_its_lease_expires() -> 
     lease = 30.0
     sim = await input_stream(NodeSettings(delivery_lease_seconds=lease))
     clock = fake_clock(sim)
-    crashed = await sim.outbox.claim("crashed-worker", clock.now(), lease, 100, "local")
+    crashed = await sim.ports.outbox.claim("crashed-worker", clock.now(), lease, 100, "local")
     assert [d.sequence for d in crashed] == [1, 2]
     clock.advance(lease - 1)
     assert await sim.service.dispatcher.dispatch_once("w2") == 0
@@ -81,7 +81,7 @@ async def test_a_record_pruned_before_delivery_is_dead_lettered() -> None:
     await append_numbers(sim, 1, 2)
     await sim.service.retention.prune(key())
     assert await sim.service.dispatcher.dispatch_once("w") == 1
-    [dead] = await sim.outbox.dead_letters(key())
+    [dead] = await sim.ports.outbox.dead_letters(key())
     assert dead.sequence == 1
 
 
@@ -112,6 +112,6 @@ async def test_without_a_wait_service_input_records_stay_pending_and_unclaimed()
     assert await sim.service.dispatcher.pending_total() == 3
     assert sim.workflow.events == []
     # Never claimed: no attempt, lease or error was spent on them.
-    claimed = await sim.outbox.claim("later", sim.clock.now(), 30.0, 100, "local")
+    claimed = await sim.ports.outbox.claim("later", sim.ports.clock.now(), 30.0, 100, "local")
     assert [(d.sequence, d.attempts, d.last_error) for d in claimed] == [
         (1, 0, None), (2, 0, None), (3, 0, None)]

@@ -19,7 +19,7 @@ from tests.application.support import (
 async def test_chunks_reach_a_live_subscriber_with_their_attempt_metadata() -> None:
     sim = simulation()
     await make_stream(sim)
-    async with sim.bus.subscribe(key(), live=True) as subscription:
+    async with sim.ports.bus.subscribe(key(), live=True) as subscription:
         accepted = await sim.service.live.publish(ALICE, RUN, "s", ["Hel", "lo"],
                                                   source="model_turn", attempt=2, first_index=7)
         first = await subscription.next(FRAME_TIMEOUT)
@@ -28,14 +28,14 @@ async def test_chunks_reach_a_live_subscriber_with_their_attempt_metadata() -> N
     assert isinstance(first, LiveChunk) and isinstance(second, LiveChunk)
     assert [(c.data, c.source, c.attempt, c.index) for c in (first, second)] == [
         ("Hel", "model_turn", 2, 7), ("lo", "model_turn", 2, 8)]
-    assert (await sim.store.read_page(key(), 0, 10)).records == ()
+    assert (await sim.ports.store.read_page(key(), 0, 10)).records == ()
 
 
 async def test_a_chunk_over_7000_bytes_becomes_the_truncation_marker() -> None:
     sim = simulation()
     await make_stream(sim)
     big = "x" * LIVE_CHUNK_MAX_BYTES
-    async with sim.bus.subscribe(key(), live=True) as subscription:
+    async with sim.ports.bus.subscribe(key(), live=True) as subscription:
         await sim.service.live.publish(ALICE, RUN, "s", [big, "x" * (LIVE_CHUNK_MAX_BYTES - 2)])
         marker = await subscription.next(FRAME_TIMEOUT)
         fits = await subscription.next(FRAME_TIMEOUT)
@@ -48,7 +48,7 @@ async def test_seq_grows_monotonically_across_publishes() -> None:
     sim = simulation()
     await make_stream(sim)
     seqs: list[int] = []
-    async with sim.bus.subscribe(key(), live=True) as subscription:
+    async with sim.ports.bus.subscribe(key(), live=True) as subscription:
         for text in ("a", "b", "c"):
             await sim.service.live.publish(ALICE, RUN, "s", [text, text])
         for _ in range(6):
@@ -63,7 +63,7 @@ async def test_a_request_sent_again_with_its_index_gets_the_same_seq_and_one_wit
     sim = simulation()
     await make_stream(sim)
     turn = {"source": "model_turn", "attempt": 1}
-    async with sim.bus.subscribe(key(), live=True) as subscription:
+    async with sim.ports.bus.subscribe(key(), live=True) as subscription:
         for _ in range(2):  # a retried request: the same positions
             await sim.service.live.publish(ALICE, RUN, "s", ["Hel", "lo"], **turn, first_index=0)
         for _ in range(2):  # no index: no position, every chunk is new
@@ -80,7 +80,7 @@ async def test_a_chunk_published_with_no_reader_is_dropped_and_the_producer_is_n
     sim = simulation()
     await make_stream(sim)
     assert await sim.service.live.publish(ALICE, RUN, "s", ["lost"]) == 1
-    async with sim.bus.subscribe(key(), live=True) as subscription:
+    async with sim.ports.bus.subscribe(key(), live=True) as subscription:
         await sim.service.live.publish(ALICE, RUN, "s", ["seen"])
         chunk = await subscription.next(FRAME_TIMEOUT)
     assert isinstance(chunk, LiveChunk) and chunk.data == "seen"
@@ -112,7 +112,7 @@ async def test_a_follow_with_live_gets_live_frames_and_one_without_does_not() ->
 async def test_side_channel_chunks_pass_the_stream_redaction_before_any_reader() -> None:
     sim = simulation()
     await make_stream(sim, redaction={"mask": ["/user/email"]})
-    async with sim.bus.subscribe(key(), live=True) as wakes:
+    async with sim.ports.bus.subscribe(key(), live=True) as wakes:
         await sim.service.live.publish(ALICE, RUN, "s", [{"user": {"email": "a@b.c"}}])
         chunk = await wakes.next(1)
     assert isinstance(chunk, LiveChunk)
@@ -122,7 +122,7 @@ async def test_side_channel_chunks_pass_the_stream_redaction_before_any_reader()
 async def test_best_effort_records_are_masked_too() -> None:
     sim = simulation()
     await make_stream(sim, mode="best_effort", redaction={"mask": ["/user/email"]})
-    async with sim.bus.subscribe(key(), live=True) as wakes:
+    async with sim.ports.bus.subscribe(key(), live=True) as wakes:
         await sim.service.appender.append(ALICE, RUN, "s",
                                           [{"payload": {"user": {"email": "a@b.c"}}}])
         chunk = await wakes.next(1)

@@ -57,7 +57,7 @@ async def test_prepare_pins_a_server_owned_key_and_the_authorization_receipt() -
     assert intent.current_state is IntentState.PREPARED
     assert intent.object_key.startswith("t1/run-1/s/")
     assert (intent.principal, intent.region, intent.size) == ("alice", "local", len(BODY))
-    assert intent.expires_at > sim.clock.now()
+    assert intent.expires_at > sim.ports.clock.now()
 
 
 async def test_prepare_with_the_same_key_and_pins_returns_the_same_intent() -> None:
@@ -89,7 +89,7 @@ async def test_an_upload_whose_digest_does_not_match_keeps_nothing() -> None:
     tampered = BODY[:-1] + b"y"
     with pytest.raises(DigestMismatch):
         await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(tampered))
-    assert sim.objects.keys("local") == []
+    assert sim.ports.objects.keys("local") == []
     stored = await sim.service.objects.get(ALICE, RUN, "s", intent.object_id)
     assert stored.current_state is IntentState.PREPARED
 
@@ -100,7 +100,7 @@ async def test_an_upload_of_another_size_keeps_nothing(body: bytes) -> None:
     intent = await prepared(sim)
     with pytest.raises(SizeMismatch):
         await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(body))
-    assert sim.objects.keys("local") == []
+    assert sim.ports.objects.keys("local") == []
 
 
 async def test_commit_before_upload_is_refused() -> None:
@@ -108,7 +108,7 @@ async def test_commit_before_upload_is_refused() -> None:
     intent = await prepared(sim)
     with pytest.raises(ObjectNotUploaded):
         await sim.service.objects.commit(ALICE, RUN, "s", intent.object_id)
-    assert (await sim.store.read_page(key(), 0, 10)).records == ()
+    assert (await sim.ports.store.read_page(key(), 0, 10)).records == ()
 
 
 async def test_commit_appends_a_record_that_references_the_object() -> None:
@@ -134,7 +134,7 @@ async def test_a_duplicate_commit_returns_the_original_sequence() -> None:
     first = await sim.service.objects.commit(ALICE, RUN, "s", intent.object_id)
     again = await sim.service.objects.commit(ALICE, RUN, "s", intent.object_id)
     assert (first, again) == ((1, True), (1, False))
-    assert (await sim.store.read_page(key(), 0, 10)).head == 1
+    assert (await sim.ports.store.read_page(key(), 0, 10)).head == 1
 
 
 async def test_commit_obeys_the_stream_rules() -> None:
@@ -150,10 +150,10 @@ async def test_commit_obeys_the_stream_rules() -> None:
 async def test_abort_deletes_the_body_and_ends_the_intent() -> None:
     sim = simulation()
     intent = await uploaded(sim)
-    assert sim.objects.keys("local") == [intent.object_key]
+    assert sim.ports.objects.keys("local") == [intent.object_key]
     aborted = await sim.service.objects.abort(ALICE, RUN, "s", intent.object_id)
     assert aborted.current_state is IntentState.ABORTED
-    assert sim.objects.keys("local") == []
+    assert sim.ports.objects.keys("local") == []
     with pytest.raises(ObjectStateConflict):
         await sim.service.objects.commit(ALICE, RUN, "s", intent.object_id)
     with pytest.raises(ObjectStateConflict):
@@ -166,7 +166,7 @@ async def test_a_committed_object_cannot_be_aborted() -> None:
     await sim.service.objects.commit(ALICE, RUN, "s", intent.object_id)
     with pytest.raises(ObjectStateConflict):
         await sim.service.objects.abort(ALICE, RUN, "s", intent.object_id)
-    assert sim.objects.keys("local") == [intent.object_key]
+    assert sim.ports.objects.keys("local") == [intent.object_key]
 
 
 async def test_the_body_is_served_only_once_committed() -> None:
@@ -202,7 +202,8 @@ async def test_bodies_go_to_the_pinned_object_region_not_the_nodes_own() -> None
     await make_stream(sim, placement={"metadata_home": "local", "object_regions": ["eu"]})
     intent, _ = await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(BODY))
     await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(BODY))
-    assert (sim.objects.keys("eu"), sim.objects.keys("local")) == ([intent.object_key], [])
+    objects = sim.ports.objects
+    assert (objects.keys("eu"), objects.keys("local")) == ([intent.object_key], [])
 
 
 async def test_an_intent_past_its_deadline_refuses_upload_and_commit_and_stays_expired() -> None:
@@ -215,7 +216,7 @@ async def test_an_intent_past_its_deadline_refuses_upload_and_commit_and_stays_e
         await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(body))
     state = await sim.service.objects.get(ALICE, RUN, "s", intent.object_id)
     assert state.current_state is IntentState.EXPIRED
-    assert sim.objects.keys("local") == []
+    assert sim.ports.objects.keys("local") == []
 
 
 async def test_an_uploaded_intent_past_its_deadline_cannot_be_committed() -> None:
@@ -228,7 +229,7 @@ async def test_an_uploaded_intent_past_its_deadline_cannot_be_committed() -> Non
     with pytest.raises(ObjectStateConflict):
         await sim.service.objects.commit(ALICE, RUN, "s", intent.object_id)
     assert (await head_of(sim)) == 0
-    assert sim.objects.keys("local") == []
+    assert sim.ports.objects.keys("local") == []
 
 
 async def test_only_the_preparing_principal_or_an_admin_uploads_commits_or_aborts() -> None:

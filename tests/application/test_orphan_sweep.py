@@ -28,7 +28,7 @@ def sim_with_grace() -> Simulation:
 
 async def put_body(sim: Simulation, object_key: str, data: bytes = b"stray") -> None:
     """A body in the store that no Runnel step recorded (as a crash would leave it)."""
-    await sim.objects.put("local", object_key, body_of(data), len(data),
+    await sim.ports.objects.put("local", object_key, body_of(data), len(data),
                           hashlib.sha256(data).hexdigest())
 
 
@@ -50,7 +50,7 @@ async def test_a_body_nothing_owns_is_swept_once_past_the_grace_period() -> None
     assert await sim.service.orphans.sweep(REGIONS) == 0
     clock.advance(1)
     assert await sim.service.orphans.sweep(REGIONS) == 1
-    assert sim.objects.keys("local") == ["not/a/runnel/key/shape"]
+    assert sim.ports.objects.keys("local") == ["not/a/runnel/key/shape"]
 
 
 async def test_live_intents_and_retained_records_keep_their_bodies() -> None:
@@ -67,7 +67,7 @@ async def test_live_intents_and_retained_records_keep_their_bodies() -> None:
     await append_numbers(sim, 1, 2)
     await sim.service.retention.prune(key())  # both object records go; bodies queued
     assert await sim.service.orphans.sweep(REGIONS) == 2  # even before the outbox runs
-    assert sim.objects.keys("local") == [live.object_key]
+    assert sim.ports.objects.keys("local") == [live.object_key]
 
 
 async def test_nothing_is_swept_from_a_held_stream() -> None:
@@ -81,7 +81,7 @@ async def test_nothing_is_swept_from_a_held_stream() -> None:
     await sim.service.objects.abort(ALICE, RUN, "s", aborted.object_id)
     clock.advance(GRACE)
     assert await sim.service.orphans.sweep(REGIONS) == 0
-    assert sorted(sim.objects.keys("local")) == sorted([stray, aborted.object_key])
+    assert sorted(sim.ports.objects.keys("local")) == sorted([stray, aborted.object_key])
     await sim.service.lifecycle.set_legal_hold(ADMIN, RUN, "s", False, None)
     assert await sim.service.orphans.sweep(REGIONS) == 2
-    assert sim.objects.keys("local") == []
+    assert sim.ports.objects.keys("local") == []

@@ -24,7 +24,7 @@ async def uploaded(sim: Simulation, idempotency_key: str, body: bytes = b"body")
 
 
 async def state_of(sim: Simulation, intent: ObjectIntent) -> IntentState:
-    loaded = await sim.store.load_intent(key(), intent.object_id)
+    loaded = await sim.ports.store.load_intent(key(), intent.object_id)
     assert loaded is not None
     return loaded.current_state
 
@@ -44,10 +44,10 @@ async def test_intents_past_their_deadline_expire_and_lose_their_bodies() -> Non
     assert await state_of(sim, early) is IntentState.EXPIRED
     assert await state_of(sim, prepared) is IntentState.EXPIRED
     assert await state_of(sim, late) is IntentState.UPLOADED
-    assert sorted(sim.deletions.queued()) == sorted([("local", early.object_key),
+    assert sorted(sim.ports.deletions.queued()) == sorted([("local", early.object_key),
                                                      ("local", prepared.object_key)])
     assert await sim.service.deleter.delete_once("w") == 2
-    assert sim.objects.keys("local") == [late.object_key]
+    assert sim.ports.objects.keys("local") == [late.object_key]
     assert await sim.service.reaper.reap_once() == 0
 
 
@@ -59,7 +59,7 @@ async def test_committed_intents_are_never_reaped() -> None:
     fake_clock(sim).advance(10**7)
     assert await sim.service.reaper.reap_once() == 0
     assert await state_of(sim, intent) is IntentState.COMMITTED
-    assert sim.objects.keys("local") == [intent.object_key]
+    assert sim.ports.objects.keys("local") == [intent.object_key]
 
 
 async def test_nothing_is_reaped_while_the_stream_is_held() -> None:
@@ -70,9 +70,9 @@ async def test_nothing_is_reaped_while_the_stream_is_held() -> None:
     fake_clock(sim).advance(10**7)
     assert await sim.service.reaper.reap_once() == 0
     assert await state_of(sim, intent) is IntentState.UPLOADED
-    assert sim.objects.keys("local") == [intent.object_key]
-    assert sim.deletions.queued() == []
+    assert sim.ports.objects.keys("local") == [intent.object_key]
+    assert sim.ports.deletions.queued() == []
     await sim.service.lifecycle.set_legal_hold(ADMIN, RUN, "s", False, None)
     assert await sim.service.reaper.reap_once() == 1
     assert await sim.service.deleter.delete_once("w") == 1
-    assert sim.objects.keys("local") == []
+    assert sim.ports.objects.keys("local") == []

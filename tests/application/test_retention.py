@@ -22,7 +22,7 @@ from tests.application.support import (
 
 
 async def retained(sim: Simulation, stream_id: str = "s") -> list[int]:
-    page = await sim.store.read_page(key(stream_id), 0, 1000)
+    page = await sim.ports.store.read_page(key(stream_id), 0, 1000)
     return [record.sequence for record in page.records]
 
 
@@ -82,16 +82,16 @@ async def test_pruned_object_records_queue_their_bodies_for_the_deletion_worker(
     intent, _ = await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(b"body"))
     await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(b"body"))
     await sim.service.objects.commit(ALICE, RUN, "s", intent.object_id)
-    assert sim.objects.keys("local") == [intent.object_key]
+    assert sim.ports.objects.keys("local") == [intent.object_key]
     await append_numbers(sim, 1, 1)
     removed = await sim.service.retention.prune(key())
     assert removed.records == 1 and [ref.object_id for ref in removed.objects] == [
         intent.object_id]
-    assert sim.deletions.queued() == [("local", intent.object_key)]
-    assert sim.objects.keys("local") == [intent.object_key]  # until the worker runs
+    assert sim.ports.deletions.queued() == [("local", intent.object_key)]
+    assert sim.ports.objects.keys("local") == [intent.object_key]  # until the worker runs
     assert await sim.service.deleter.delete_once("w") == 1
-    assert sim.objects.keys("local") == []
-    assert sim.deletions.queued() == []
+    assert sim.ports.objects.keys("local") == []
+    assert sim.ports.deletions.queued() == []
 
 
 async def test_a_pruned_cursor_answers_resync_and_receipts_outlive_their_records() -> None:
@@ -131,14 +131,14 @@ async def test_a_stream_that_fails_to_prune_does_not_stop_the_others() -> None:
     for stream_id in ("a", "b"):
         await make_stream(sim, stream_id, retention={"max_records": 1})
         await append_numbers(sim, 1, 2, stream_id)
-    real_load = sim.store.load
+    real_load = sim.ports.store.load
 
     async def broken_load(stream_key: StreamKey) -> Stream | None:
         if stream_key == key("a"):
             raise ConnectionError("stream a unreadable")
         return await real_load(stream_key)
 
-    sim.store.load = broken_load  # type: ignore[method-assign]
+    sim.ports.store.load = broken_load  # type: ignore[method-assign]
     with pytest.raises(ExceptionGroup) as failed:
         await sim.service.retention.prune_all()
     assert [type(error) for error in failed.value.exceptions] == [ConnectionError]

@@ -36,7 +36,7 @@ async def test_a_retry_within_the_window_gets_its_first_sequence_after_a_prune()
     assert await keyed(sim, "k2", 2) == (2,)
     await sim.service.retention.prune_all()  # record 1 is gone
     await upkeep(sim)
-    assert len(sim.store.event_log(key())) == 2  # the audit tail
+    assert len(sim.ports.store.event_log(key())) == 2  # the audit tail
 
     assert await keyed(sim, "k1", 1) == (1,)  # the retry stores nothing new
 
@@ -54,10 +54,10 @@ async def test_an_erased_run_answers_run_erased_once_upkeep_removed_everything()
     await sim.service.lifecycle.erase_run(ADMIN, RUN)
     await upkeep(sim)
 
-    assert sim.store.event_log(key()) == []
+    assert sim.ports.store.event_log(key()) == []
     with pytest.raises(RunErased):
         await keyed(sim, "k1", 1)
-    stream = await sim.store.load(key())
+    stream = await sim.ports.store.load(key())
     assert stream is not None and stream.erased
     again = await sim.service.lifecycle.erase_run(ADMIN, RUN)  # still found, nothing left
     assert again.records_deleted == 0

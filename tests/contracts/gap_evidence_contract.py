@@ -16,5 +16,5 @@ class GapEvidenceContract:
         other = await created(harness, StreamKey(key.tenant, key.run_id, "other"))
         await harness.gaps.record_gap(key, 3, 7)
         await harness.gaps.record_gap(key, 9, 10)
-        assert await harness.recorded_gaps(key) == [(3, 7), (9, 10)]
-        assert await harness.recorded_gaps(other) == []
+        assert await harness.gaps.recorded(key) == [(3, 7), (9, 10)]
+        assert await harness.gaps.recorded(other) == []

@@ -46,11 +46,7 @@ def new_stream(key: StreamKey, **pins: Any) -> Stream:
 
 
 def stored(plan: AppendPlan, at: datetime = NOW) -> list[StoredRecord]:
-    return [StoredRecord(sequence=sequence, content_type=draft.content_type, appended_at=at,
-                         size=draft.size, payload=draft.payload, has_payload=draft.has_payload,
-                         data=draft.data, object=draft.object,
-                         idempotency_key=draft.idempotency_key)
-            for sequence, draft in plan.new]
+    return [StoredRecord.from_draft(sequence, draft, at) for sequence, draft in plan.new]
 
 
 async def created(harness: StorageHarness, key: StreamKey | None = None,

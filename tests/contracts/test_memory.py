@@ -2,12 +2,11 @@
 
 import pytest
 
-from adapters.memory.bus import MemoryWakeBus
+from adapters.memory.backend import memory_backend
 from adapters.memory.objects import MemoryObjectStore
-from adapters.memory.revoked_tokens import MemoryRevokedTokens
-from adapters.memory.store import MemoryDeliveryOutbox, MemoryStreamStore
-from adapters.memory.subscription_leases import MemorySubscriptionLeases
-from adapters.memory.upkeep import MemoryStorageUpkeep
+from adapters.memory.outboxes import MemoryDeliveryOutbox
+from adapters.memory.store import MemoryStreamStore
+from application.ports import RevokedTokens, SubscriptionLeases
 from domain.identifiers import StreamKey
 from tests.contracts.harness import StorageHarness
 from tests.contracts.object_store_contract import ObjectStoreContract
@@ -20,16 +19,7 @@ from tests.contracts.upkeep_contract import UpkeepContract, UpkeepHarness
 class TestMemoryStorage(StorageContract):
     @pytest.fixture
     async def harness(self) -> StorageHarness:
-        bus = MemoryWakeBus()
-        outbox = MemoryDeliveryOutbox()
-        store = MemoryStreamStore(bus, outbox)
-
-        async def gap_reader(key: StreamKey) -> list[tuple[int, int]]:
-            return [(expected, received) for gap_key, expected, received in store.gaps
-                    if gap_key == key]
-
-        return StorageHarness(store=store, reader=store, gaps=store, bus=bus, outbox=outbox,
-                              gap_reader=gap_reader, deletions=store.deletions)
+        return memory_backend()
 
 
 class TestMemoryObjects(ObjectStoreContract):
@@ -42,11 +32,11 @@ class TestMemorySubscriptionLeases(SubscriptionLeaseContract):
     """One process is the whole memory service: its "other node" is the same adapter."""
 
     @pytest.fixture
-    def leases(self) -> MemorySubscriptionLeases:
-        return MemorySubscriptionLeases()
+    def leases(self) -> SubscriptionLeases:
+        return memory_backend().leases
 
     @pytest.fixture
-    def other_node(self, leases: MemorySubscriptionLeases) -> MemorySubscriptionLeases:
+    def other_node(self, leases: SubscriptionLeases) -> SubscriptionLeases:
         return leases
 
 
@@ -54,11 +44,11 @@ class TestMemoryRevokedTokens(RevokedTokensContract):
     """One process is the whole memory service: its "other node" is the same adapter."""
 
     @pytest.fixture
-    def revoked(self) -> MemoryRevokedTokens:
-        return MemoryRevokedTokens()
+    def revoked(self) -> RevokedTokens:
+        return memory_backend().revoked
 
     @pytest.fixture
-    def other_node(self, revoked: MemoryRevokedTokens) -> MemoryRevokedTokens:
+    def other_node(self, revoked: RevokedTokens) -> RevokedTokens:
         return revoked
 
     async def wait_for_ring(self, rings: list[None]) -> None:
@@ -68,13 +58,10 @@ class TestMemoryRevokedTokens(RevokedTokensContract):
 class TestMemoryUpkeep(UpkeepContract):
     @pytest.fixture
     async def upkeep(self) -> UpkeepHarness:
-        bus = MemoryWakeBus()
-        outbox = MemoryDeliveryOutbox()
-        store = MemoryStreamStore(bus, outbox)
-
-        async def gap_reader(key: StreamKey) -> list[tuple[int, int]]:
-            return [(expected, received) for gap_key, expected, received in store.gaps
-                    if gap_key == key]
+        backend = memory_backend()
+        store, outbox, upkeep = backend.store, backend.outbox, backend.upkeep
+        assert isinstance(store, MemoryStreamStore) and upkeep is not None
+        assert isinstance(outbox, MemoryDeliveryOutbox)
 
         async def events(key: StreamKey) -> int:
             return len(store.event_log(key))
@@ -82,7 +69,4 @@ class TestMemoryUpkeep(UpkeepContract):
         async def delivery_rows(key: StreamKey) -> int:
             return outbox.rows_of(key)
 
-        storage = StorageHarness(store=store, reader=store, gaps=store, bus=bus, outbox=outbox,
-                                 gap_reader=gap_reader, deletions=store.deletions)
-        return UpkeepHarness(storage, MemoryStorageUpkeep(store, outbox), events,
-                             delivery_rows)
+        return UpkeepHarness(backend, upkeep, events, delivery_rows)

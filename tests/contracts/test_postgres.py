@@ -30,14 +30,8 @@ class TestPostgresStorage(StorageContract):
     async def harness(self, pg_class_dsn: str  # noqa: F811
                       ) -> AsyncIterator[StorageHarness]:
         adapters = await open_postgres(pg_class_dsn, migrate=False)
-
-        async def gap_reader(key: StreamKey) -> list[tuple[int, int]]:
-            return await adapters.gaps.recorded(key)
-
         try:
-            yield StorageHarness(store=adapters.store, reader=adapters.reader,
-                                 gaps=adapters.gaps, bus=adapters.bus, outbox=adapters.outbox,
-                                 gap_reader=gap_reader, deletions=adapters.deletions)
+            yield adapters
         finally:
             await adapters.close()
 
@@ -93,9 +87,6 @@ class TestPostgresUpkeep(UpkeepContract):
                      ) -> AsyncIterator[UpkeepHarness]:
         adapters = await open_postgres(pg_class_dsn, migrate=False)
 
-        async def gap_reader(key: StreamKey) -> list[tuple[int, int]]:
-            return await adapters.gaps.recorded(key)
-
         async def events(key: StreamKey) -> int:
             return int(await adapters.pool.fetchval(
                 "SELECT count(*) FROM stream_events WHERE originator_id = $1 OR originator_id"
@@ -106,10 +97,6 @@ class TestPostgresUpkeep(UpkeepContract):
                 "SELECT count(*) FROM input_deliveries WHERE stream = $1", stream_id(key)))
 
         try:
-            storage = StorageHarness(store=adapters.store, reader=adapters.reader,
-                                     gaps=adapters.gaps, bus=adapters.bus,
-                                     outbox=adapters.outbox, gap_reader=gap_reader,
-                                     deletions=adapters.deletions)
-            yield UpkeepHarness(storage, adapters.upkeep, events, delivery_rows)
+            yield UpkeepHarness(adapters, adapters.upkeep, events, delivery_rows)
         finally:
             await adapters.close()

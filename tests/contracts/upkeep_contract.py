@@ -143,7 +143,7 @@ class UpkeepContract:
         assert await upkeep.events(key) == 0
         assert await receipts(storage, key, "k1") == {}
         assert await upkeep.delivery_rows(key) == 0
-        assert await storage.recorded_gaps(key) == []
+        assert await storage.gaps.recorded(key) == []
         assert await storage.store.load_intent(key, intent.object_id) is None
         erased = await storage.store.load(key)
         assert erased is not None and erased.erased  # the row answers `run_erased`
@@ -185,7 +185,7 @@ class UpkeepContract:
                                          1000, HERE)
         assert kept.total == 0
         assert await upkeep.delivery_rows(key) == 3
-        assert await storage.recorded_gaps(key) == [(1, 3)]
+        assert await storage.gaps.recorded(key) == [(1, 3)]
 
         await upkeep.upkeep.purge(keeping(deliveries_before=FUTURE, gaps_before=FUTURE),
                                   1000, HERE)
@@ -194,7 +194,7 @@ class UpkeepContract:
         assert await upkeep.delivery_rows(key) == 2
         assert [d.sequence for d in await storage.outbox.dead_letters(key)] == [2]
         assert await storage.outbox.pending_count(key) == 1
-        assert await storage.recorded_gaps(key) == []
+        assert await storage.gaps.recorded(key) == []
 
     async def test_streams_are_paged_by_key_in_the_home_region(
             self, upkeep: UpkeepHarness) -> None:

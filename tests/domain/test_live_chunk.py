@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.live_chunk import LIVE_CHUNK_MAX_BYTES, cap_chunk, compact_json
+from domain.canonical_json import compact_json
+from domain.live_chunk import LIVE_CHUNK_MAX_BYTES, cap_chunk
 
 
 def sized_text(total: int) -> str:

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from domain.canonical_json import compact_json
 from domain.errors import InvalidRecord, TooLarge
-from domain.live_chunk import compact_json
 from domain.records import (
     IDEMPOTENCY_KEY_MAX,
     INLINE_MAX_BYTES,

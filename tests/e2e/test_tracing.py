@@ -18,7 +18,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from pydantic import SecretStr
 
 from entrypoints import tracing, tracing_sdk
-from entrypoints.container import Container
 from entrypoints.http import create_app
 from entrypoints.http.request_ids import RequestIds
 from entrypoints.log_ids import LogIds
@@ -69,7 +68,7 @@ async def test_the_server_span_names_the_route_and_no_id_or_token(
     settings = Settings(storage="memory", jwt_secret=SecretStr(SECRET), workers=False)
     api_token = token(secret=SECRET)
     app = tracing_sdk.asgi_middleware(
-        RequestIds(create_app(settings, Container(settings=settings))),
+        RequestIds(create_app(settings)),
         tracing._Scrubber(LogIds(SECRET)), tracer_provider=provider)
     async with AsyncTestClient(app) as client:
         answer = await client.get(f"/api/workflow-streams/runs/{RUN}/streams",

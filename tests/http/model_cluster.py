@@ -1,16 +1,15 @@
 """Two Runnel nodes (regions `eu` and `us`) in this process, over ONE in-memory backend and
 one object store, for the API model test (`test_api_model.py`).
 
-Each node is its own container and app with its own region; their backend and object
-store slots are overridden with shared instances, so both see the same streams, wakes
-and bodies, like two processes on one Postgres. Everything runs on one event loop that
-the (synchronous) state machine drives step by step; no lifespan runs, the slots are
-filled here. Every response passes the checks that hold for every route.
+Each node is its own host and app with its own region; both are composed on one shared
+backend and object store, so both see the same streams, wakes and bodies, like two
+processes on one Postgres. Everything runs on one event loop that the (synchronous)
+state machine drives step by step; no lifespan runs, the nodes are attached here. Every
+response passes the checks that hold for every route.
 
 Building the two apps costs ~150 ms, too much for every example of a shrinking run, so
-they are built once; `fresh()` gives each example a new backend, object store and wait
-service and drops every object built on the old ones (as `running()` does on exit), so
-no example sees another's state.
+they are built once; `fresh()` gives each example new nodes on a new backend, object
+store and wait service, so no example sees another's state.
 """
 
 from __future__ import annotations
@@ -21,16 +20,16 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 import httpx
-from dependency_injector import providers
 from pydantic import SecretStr
 
+from adapters.clock import SystemClock
+from adapters.memory.backend import memory_backend
 from adapters.memory.bus import MemoryWakeBus
 from adapters.memory.objects import MemoryObjectStore
 from adapters.memory.workflow import MemoryWorkflowWaitService
 from application.views import API_PREFIX
 from domain.identifiers import StreamKey
-from entrypoints.backend import memory_backend
-from entrypoints.container import Container
+from entrypoints.container import NodeHost, compose
 from entrypoints.http import create_app
 from entrypoints.settings import Settings
 from entrypoints.tokens import mint_token
@@ -50,16 +49,16 @@ class Cluster:
         self._scopes = scopes
         self._check: Check = lambda who, response: None
         self._tokens: dict[Who, str] = {}
-        self._containers: list[Container] = []
+        self._hosts: list[NodeHost] = []
         self._clients: dict[str, httpx.AsyncClient] = {}
         self._apps: dict[str, Any] = {}
         """Called as plain ASGI apps (Litestar's own scope types are stricter than ASGI)."""
         for region in REGIONS:
             settings = Settings(storage="memory", jwt_secret=SecretStr(JWT_SECRET),
                                 workers=False, region=region, object_regions=REGIONS)
-            container = Container(settings=settings)
-            self._containers.append(container)
-            app: Any = create_app(settings, container)
+            host = NodeHost(settings)
+            self._hosts.append(host)
+            app: Any = create_app(settings, host)
             self._apps[region] = app
             self._clients[region] = httpx.AsyncClient(
                 transport=httpx.ASGITransport(app=app),
@@ -71,14 +70,9 @@ class Cluster:
         assert isinstance(backend.bus, MemoryWakeBus)
         self.bus, self._check = backend.bus, check
         objects = MemoryObjectStore(REGIONS)
-        for container in self._containers:
-            for slot in (container.backend, container.object_store, container.wait_service):
-                slot.reset_override()
-            container.backend.override(providers.Object(backend))
-            container.object_store.override(providers.Object(objects))
-            container.wait_service.override(providers.Object(MemoryWorkflowWaitService()))
-            container.service.reset()
-            container.ports.reset()
+        for host in self._hosts:
+            host.attach(compose(host.settings, host.metrics, backend, objects,
+                                MemoryWorkflowWaitService(), SystemClock()))
         return self
 
     def run(self, step: Coroutine[Any, Any, T]) -> T:

@@ -8,7 +8,6 @@ import httpx
 from litestar.testing import AsyncTestClient
 from pydantic import SecretStr
 
-from entrypoints.container import Container
 from entrypoints.http import create_app
 from entrypoints.settings import Settings
 from tests.http.server import RunnelServer
@@ -54,7 +53,7 @@ async def test_an_append_moves_the_committer_and_the_lag_of_its_consumer(
 async def test_the_memory_backend_exports_no_postgres_figures_but_the_process_ones() -> None:
     settings = Settings(storage="memory", jwt_secret=SecretStr("in-process-secret-0123456789abcd"),
                         workers=False)
-    async with AsyncTestClient(create_app(settings, Container(settings=settings))) as client:
+    async with AsyncTestClient(create_app(settings)) as client:
         samples = Samples((await client.get("/metrics")).text)
     assert not set(POSTGRES_FAMILIES) & samples.names
     assert set(PROCESS_FAMILIES) <= samples.names

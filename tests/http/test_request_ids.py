@@ -11,11 +11,10 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from dependency_injector import providers
 from litestar.testing import AsyncTestClient
 from pydantic import SecretStr
 
-from entrypoints.container import Container
+from entrypoints.container import NodeHost
 from entrypoints.http import create_asgi_app
 from entrypoints.http.request_ids import accepted_request_id
 from entrypoints.log_format import JsonFormatter
@@ -61,11 +60,11 @@ def log_lines() -> Iterator[_Lines]:
 
 async def test_a_500_names_the_request_id_its_log_lines_carry(log_lines: _Lines) -> None:
     settings = Settings(storage="memory", jwt_secret=SecretStr(SECRET), workers=False)
-    container = Container(settings=settings)
+    host = NodeHost(settings)
     headers = bearer(token(tenant="acme", secret=SECRET))
-    async with AsyncTestClient(create_asgi_app(settings, container=container)) as client:
-        failing = replace(container.service(), definitions=_FailingDefinitions())
-        with container.service.override(providers.Object(failing)):
+    async with AsyncTestClient(create_asgi_app(settings, host=host)) as client:
+        with host.swap(lambda node: replace(node, service=replace(
+                node.service, definitions=_FailingDefinitions()))):
             failed = await client.post(f"/api/workflow-streams/runs/{RUN}/streams", json={
                 "stream_id": "s", "content_class": "output.text"},
                 headers={**headers, "X-Request-ID": "the-failing-one"})
@@ -94,15 +93,14 @@ async def test_a_500_names_the_request_id_its_log_lines_carry(log_lines: _Lines)
 
 async def test_a_503_names_its_request_id_too() -> None:
     settings = Settings(storage="memory", jwt_secret=SecretStr(SECRET), workers=False)
-    container = Container(settings=settings)
-    async with AsyncTestClient(create_asgi_app(settings, container=container)) as client:
-        backend = container.backend()
+    host = NodeHost(settings)
+    async with AsyncTestClient(create_asgi_app(settings, host=host)) as client:
 
         async def unreachable() -> None:
             raise ConnectionRefusedError("store down")
 
-        with container.backend.override(providers.Object(replace(backend,
-                                                                 probe=unreachable))):
+        with host.swap(lambda node: replace(node, backend=replace(node.backend,
+                                                                  probe=unreachable))):
             answer = await client.get("/readyz", headers={"X-Request-ID": "probe-1"})
     assert assert_problem(answer, 503, "not_ready")["request_id"] == "probe-1"
 

@@ -10,7 +10,8 @@ import httpx
 from pydantic import SecretStr
 
 from domain.identifiers import StreamKey
-from entrypoints.container import Container, running
+from entrypoints.container import open_node
+from entrypoints.metrics import Metrics
 from entrypoints.settings import Settings
 from tests.http.server import SECRET, RunnelServer, token
 from tests.http.support import (
@@ -142,8 +143,8 @@ async def test_a_pruned_cursor_is_410_before_streaming(api: httpx.AsyncClient, r
     await create_stream(api, run_id, retention={"max_records": 2})
     await append(api, run_id, "s", [1, 2, 3, 4, 5])
     node = Settings(database_url=database, jwt_secret=SecretStr(SECRET), workers=False)
-    async with running(Container(settings=node)) as service:
-        removed = await service.retention.prune(StreamKey("t1", run_id, "s"))
+    async with open_node(node, Metrics()) as opened:
+        removed = await opened.service.retention.prune(StreamKey("t1", run_id, "s"))
     assert removed.records == 3
 
     response = await api.get(subscribe_url(run_id), params={"after": "0"})

@@ -16,7 +16,7 @@ from litestar.testing import AsyncTestClient
 from pydantic import SecretStr
 
 from application.ports import Revocation
-from entrypoints.container import Container
+from entrypoints.container import NodeHost
 from entrypoints.http import create_app
 from entrypoints.settings import Settings
 from entrypoints.tokens import mint_token
@@ -39,12 +39,12 @@ ED = ed25519_key()
 
 
 @asynccontextmanager
-async def app(**settings: Any) -> AsyncIterator[tuple[AsyncTestClient[Any], Container]]:
+async def app(**settings: Any) -> AsyncIterator[tuple[AsyncTestClient[Any], NodeHost]]:
     configured = Settings(storage="memory", jwt_secret=SecretStr(SECRET), workers=False,
                           **settings)
-    container = Container(settings=configured)
-    async with AsyncTestClient(create_app(configured, container)) as client:
-        yield client, container
+    host = NodeHost(configured)
+    async with AsyncTestClient(create_app(configured, host)) as client:
+        yield client, host
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -93,7 +93,7 @@ async def test_a_token_living_longer_than_the_maximum_is_401_with_the_reason() -
 
 
 async def test_a_revoked_token_is_401_on_every_route_and_others_are_not() -> None:
-    async with app() as (client, container):
+    async with app() as (client, host):
         scopes = ["streams:read", "streams:write", "streams:admin"]
         doomed = mint_token(SECRET, tenant="t1", sub="alice", scopes=scopes)
         kept = mint_token(SECRET, tenant="t1", sub="alice", scopes=scopes)
@@ -102,8 +102,8 @@ async def test_a_revoked_token_is_401_on_every_route_and_others_are_not() -> Non
         assert created.status_code == 201
         jti = jwt.decode(doomed, options={"verify_signature": False})["jti"]
         until = datetime.now(UTC) + timedelta(hours=1)
-        await container.backend().revoked.revoke(Revocation(jti, "t1", until),
-                                                 datetime.now(UTC))
+        await host.node.backend.revoked.revoke(Revocation(jti, "t1", until),
+                                               datetime.now(UTC))
         async with asyncio.timeout(30):  # the ring reaches the node's copy in a moment
             while (await listed(client, doomed)).status_code != 401:
                 await asyncio.sleep(0.01)

@@ -17,7 +17,7 @@ from adapters.memory.workflow import MemoryWorkflowWaitService
 from adapters.postgres import PostgresAdapters
 from application.following import EndFrame, OpenFollow, RecordFrame
 from application.node import NodeSettings
-from application.service import Ports, RunnelService
+from application.service import RunnelService
 from domain.principal import Principal
 
 TENANT = "t1"
@@ -29,11 +29,8 @@ DEADLINE = 60.0  # an upper bound for an outcome to arrive; never asserted as a 
 
 def service_on(adapters: PostgresAdapters, node: NodeSettings | None = None) -> RunnelService:
     """The whole application on Postgres adapters (objects and the workflow in memory)."""
-    ports = Ports(store=adapters.store, reader=adapters.reader, bus=adapters.bus,
-                  objects=MemoryObjectStore(("local",)), gaps=adapters.gaps,
-                  outbox=adapters.outbox, deletions=adapters.deletions,
-                  wait_service=MemoryWorkflowWaitService(),
-                  clock=SystemClock(), leases=adapters.leases, upkeep=adapters.upkeep)
+    ports = adapters.ports(MemoryObjectStore(("local",)), MemoryWorkflowWaitService(),
+                           SystemClock())
     return RunnelService.build(ports, node or NodeSettings())
 
 

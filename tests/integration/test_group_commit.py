@@ -63,9 +63,7 @@ async def append(adapters: PostgresAdapters, key: StreamKey, item: dict[str, Any
                                           await session.receipts(keys) if keys else {})
         session.stream.append(plan)
         (sequence, draft), = plan.new
-        session.add_records([StoredRecord(sequence, draft.content_type, NOW, draft.size,
-                                          draft.payload, draft.has_payload, draft.data,
-                                          idempotency_key=draft.idempotency_key)])
+        session.add_records([StoredRecord.from_draft(sequence, draft, NOW)])
         if then is not None:
             raise then
     return sequence

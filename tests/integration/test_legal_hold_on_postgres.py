@@ -14,7 +14,7 @@ from adapters.memory.workflow import MemoryWorkflowWaitService
 from adapters.postgres import open_postgres
 from application.deletion import HOLD_RECHECK_SECONDS
 from application.node import NodeSettings
-from application.service import Ports, RunnelService
+from application.service import RunnelService
 from domain.object_intent import IntentState, ObjectPins
 from domain.principal import Principal
 from tests.integration.support import RUN, WRITER, definition
@@ -40,10 +40,7 @@ async def test_a_hold_stops_pruning_reaping_and_deleting_until_released(
     adapters = await open_postgres(pg_dsn, migrate=False, listen=False)
     clock = FakeClock()
     objects = MemoryObjectStore(("local",))
-    ports = Ports(store=adapters.store, reader=adapters.reader, bus=adapters.bus,
-                  objects=objects, gaps=adapters.gaps, outbox=adapters.outbox,
-                  deletions=adapters.deletions, wait_service=MemoryWorkflowWaitService(),
-                  clock=clock, leases=adapters.leases)
+    ports = adapters.ports(objects, MemoryWorkflowWaitService(), clock)
     service = RunnelService.build(ports, NodeSettings(object_intent_ttl_seconds=TTL))
     try:
         await service.definitions.create(WRITER, RUN, definition("s",

@@ -131,7 +131,8 @@ async def test_the_dispatcher_redelivers_through_the_webhook_with_the_same_id(
     await append_numbers(sim, 1, 2)
     receiver.statuses = [500]
     async with WebhookWaitService(receiver.url, receiver.secret) as service:
-        dispatcher = InputDispatcher(sim.outbox, sim.store, service, sim.clock, NodeSettings())
+        dispatcher = InputDispatcher(sim.ports.outbox, sim.ports.store, service, sim.ports.clock,
+                                     NodeSettings())
         assert await dispatcher.dispatch_once("w") == 1
         fake_clock(sim).advance(backoff_seconds(1))
         assert await dispatcher.dispatch_once("w") == 1
@@ -155,7 +156,8 @@ async def test_two_tenants_same_run_and_stream_are_told_apart_by_the_webhook(
     sim = simulation()
     await same_ids_in_two_tenants(sim)
     async with WebhookWaitService(receiver.url, receiver.secret) as service:
-        dispatcher = InputDispatcher(sim.outbox, sim.store, service, sim.clock, NodeSettings())
+        dispatcher = InputDispatcher(sim.ports.outbox, sim.ports.store, service, sim.ports.clock,
+                                     NodeSettings())
         assert await dispatcher.dispatch_once("w") == 2
     assert receiver.refused == []
     assert_told_apart([(e.event_id, e.tenant, e.run_id, e.stream_id, e.sequence,

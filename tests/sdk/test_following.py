@@ -14,7 +14,8 @@ from runnel_client import AsyncRunnelClient, FollowState, Record, ResyncRequired
 from runnel_client.following import StreamEnded, Unavailable, backoff
 
 from domain.identifiers import StreamKey
-from entrypoints.container import Container, running
+from entrypoints.container import open_node
+from entrypoints.metrics import Metrics
 from entrypoints.settings import Settings
 from tests.http.restart import RestartableServer, restartable_server
 from tests.http.server import SECRET, RunnelServer, token
@@ -71,8 +72,8 @@ async def prune(database: str, run_id: str) -> int:
     # No pruning worker runs in the test servers (--no-workers): a second, in-process node
     # on the same database applies the stream's retention, as a worker would.
     node = Settings(database_url=database, jwt_secret=SecretStr(SECRET), workers=False)
-    async with running(Container(settings=node)) as service:
-        removed = await service.retention.prune(StreamKey("t1", run_id, "s"))
+    async with open_node(node, Metrics()) as opened:
+        removed = await opened.service.retention.prune(StreamKey("t1", run_id, "s"))
     return int(removed.records)
 
 

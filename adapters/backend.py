@@ -1,0 +1,72 @@
+"""The adapters' bundle: every port one storage backend plays for a process.
+
+One type for every backend: `adapters.memory.backend.memory_backend()` wires the
+in-memory one (the server's `RUNNEL_STORAGE=memory`, the simulation and the contract
+tests all take theirs from there), `adapters.postgres.open_postgres()` opens the
+Postgres one (a `PostgresAdapters`: this bundle with its concrete adapters and pool).
+`ports()` is the one place a backend becomes the application's bundle (`Ports`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from prometheus_client.registry import Collector
+
+from application.ports import (
+    Clock,
+    DeletionOutbox,
+    DeliveryOutbox,
+    GapEvidence,
+    Leadership,
+    ObjectStore,
+    RecordReader,
+    RevokedTokens,
+    StorageUpkeep,
+    StreamStore,
+    SubscriptionLeases,
+    WakeBus,
+    WorkflowWaitService,
+)
+from application.service import Ports
+
+
+async def always_ready() -> None:
+    return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Backend:
+    store: StreamStore
+    reader: RecordReader
+    gaps: GapEvidence
+    bus: WakeBus
+    outbox: DeliveryOutbox
+    deletions: DeletionOutbox
+    leases: SubscriptionLeases
+    """Subscription slots: shared by every node on the same storage (ADR 0018)."""
+    revoked: RevokedTokens
+    """The revoked-token list: shared by every node on the same storage (ADR 0024)."""
+    upkeep: StorageUpkeep | None = None
+    """Bounded removal of what nothing needs any more (ADR 0032)."""
+    leadership: Callable[[], Leadership] | None = None
+    """A new contender for the region's upkeep lead (one per process hosting workers)."""
+    probe: Callable[[], Awaitable[None]] = always_ready
+    """Raises when the store cannot serve (what `/readyz` asks)."""
+    notify: Callable[[str], WorkflowWaitService] | None = None
+    """A NOTIFY wait service on the given channel (Postgres backends only)."""
+    collectors: tuple[Collector, ...] = ()
+    """What the backend adds to the node's /metrics, read at scrape time (Postgres: the
+    committer, LISTEN, the pool and the store's figures; memory: nothing)."""
+    refresh_metrics: Callable[[float], Awaitable[None]] | None = None
+    """Reads, within the given seconds, the figures a scrape needs from the store."""
+
+    def ports(self, objects: ObjectStore, wait_service: WorkflowWaitService | None,
+              clock: Clock) -> Ports:
+        """What the use cases run on: this backend's ports, with the node's object store,
+        wait service (None: input records stay pending) and clock."""
+        return Ports(store=self.store, reader=self.reader, bus=self.bus, objects=objects,
+                     gaps=self.gaps, outbox=self.outbox, deletions=self.deletions,
+                     wait_service=wait_service, clock=clock, leases=self.leases,
+                     upkeep=self.upkeep)

@@ -1,0 +1,28 @@
+"""The in-memory backend, wired in this one place: what `RUNNEL_STORAGE=memory` runs on,
+what the simulation (`adapters.memory.simulation`) builds its service on, and what the
+contract tests hold to the ports' contracts. Everything lives in this process: nothing
+survives it, and two processes share nothing."""
+
+from __future__ import annotations
+
+from adapters.backend import Backend
+from adapters.memory.bus import MemoryWakeBus
+from adapters.memory.outboxes import MemoryDeliveryOutbox
+from adapters.memory.revoked_tokens import MemoryRevokedTokens
+from adapters.memory.store import MemoryStreamStore
+from adapters.memory.subscription_leases import MemorySubscriptionLeases
+from adapters.memory.upkeep import MemoryLeadership, MemoryStorageUpkeep
+from application.ports import Clock
+
+
+def memory_backend(clock: Clock | None = None) -> Backend:
+    """A fresh, empty backend; `clock` dates what the store records (gaps), the system
+    clock by default. Its adapters are the memory ones (`store` is a `MemoryStreamStore`
+    and also the reader and the gap evidence, `bus` a `MemoryWakeBus`, …)."""
+    bus = MemoryWakeBus()
+    outbox = MemoryDeliveryOutbox()
+    store = MemoryStreamStore(bus, outbox, clock=clock)
+    return Backend(store=store, reader=store, gaps=store, bus=bus, outbox=outbox,
+                   deletions=store.deletions, leases=MemorySubscriptionLeases(),
+                   revoked=MemoryRevokedTokens(), upkeep=MemoryStorageUpkeep(store, outbox),
+                   leadership=MemoryLeadership)

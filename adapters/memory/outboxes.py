@@ -1,0 +1,180 @@
+"""In-memory input-delivery and body-deletion outboxes: their rows arrive from the
+memory store's commits (`adapters.memory.store`), as Postgres's arrive in the
+committing transaction."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from application.ports import BodyDeletion, Delivery
+from domain.identifiers import StreamKey
+
+
+@dataclass
+class _OutboxRow:
+    delivery: Delivery
+    home: str
+    next_attempt_at: datetime | None = None
+    lease_until: datetime | None = None
+    done: bool = False
+    created_at: datetime | None = None
+
+
+class MemoryDeliveryOutbox:
+    """Implements `DeliveryOutbox`; rows arrive from the store's commits."""
+
+    def __init__(self) -> None:
+        self._rows: dict[tuple[StreamKey, int], _OutboxRow] = {}
+
+    def enqueue(self, key: StreamKey, sequences: Sequence[int], home: str,
+                at: datetime | None = None) -> None:
+        for sequence in sequences:
+            self._rows[(key, sequence)] = _OutboxRow(Delivery(key, sequence, 0), home,
+                                                     created_at=at)
+
+    def purge(self, before: datetime, limit: int, home: str,
+              stream: StreamKey | None = None) -> int:
+        """Forget up to `limit` finished rows of `home` created at or before `before` (with
+        `stream`: every row of that stream, finished or not)."""
+        doomed = [where for where, row in sorted(self._rows.items(),
+                                                 key=lambda item: (item[1].created_at
+                                                                   or before, item[0]))
+                  if row.home == home and (
+                      where[0] == stream if stream is not None
+                      else row.done and row.created_at is not None
+                      and row.created_at <= before)][:max(0, limit)]
+        for where in doomed:
+            del self._rows[where]
+        return len(doomed)
+
+    def rows_of(self, key: StreamKey) -> int:
+        """Rows of `key`, finished or not."""
+        return sum(1 for stream, _ in self._rows if stream == key)
+
+    async def claim(self, worker: str, now: datetime, lease_seconds: float,
+                    limit: int, home: str) -> Sequence[Delivery]:
+        claimed: list[Delivery] = []
+        for row in sorted(self._rows.values(), key=lambda r: (r.delivery.stream,
+                                                                r.delivery.sequence)):
+            if len(claimed) >= limit:
+                break
+            if row.done or row.delivery.dead or row.home != home:
+                continue
+            if row.next_attempt_at is not None and row.next_attempt_at > now:
+                continue
+            if row.lease_until is not None and row.lease_until > now:
+                continue
+            row.lease_until = now + timedelta(seconds=lease_seconds)
+            row.delivery = replace(row.delivery, claimed_by=worker)
+            claimed.append(row.delivery)
+        return claimed
+
+    async def complete(self, key: StreamKey, sequence: int) -> None:
+        self._rows[(key, sequence)].done = True
+
+    async def retry(self, key: StreamKey, sequence: int, error: str,
+                    next_attempt_at: datetime) -> None:
+        row = self._rows[(key, sequence)]
+        row.delivery = replace(row.delivery, attempts=row.delivery.attempts + 1,
+                               last_error=error, claimed_by=None)
+        row.next_attempt_at = next_attempt_at
+        row.lease_until = None
+
+    async def dead_letter(self, key: StreamKey, sequence: int, error: str) -> None:
+        row = self._rows[(key, sequence)]
+        row.delivery = replace(row.delivery, attempts=row.delivery.attempts + 1,
+                               last_error=error, dead=True, claimed_by=None)
+        row.lease_until = None
+
+    async def dead_letters(self, key: StreamKey) -> Sequence[Delivery]:
+        return [row.delivery for (k, _), row in sorted(self._rows.items()) if k == key
+                and row.delivery.dead]
+
+    def pending(self) -> int:
+        return sum(1 for row in self._rows.values() if not row.done and not row.delivery.dead)
+
+    async def pending_count(self, key: StreamKey | None = None) -> int:
+        return sum(1 for (k, _), row in self._rows.items() if key in (None, k)
+                   and not row.done and not row.delivery.dead)
+
+
+@dataclass
+class _DeletionRow:
+    deletion: BodyDeletion
+    not_before: datetime
+    home: str | None
+    """Who may claim it: the owning stream's home, or the body's region for an orphan."""
+    lease_until: datetime | None = None
+
+
+class MemoryDeletionOutbox:
+    """Implements `DeletionOutbox`; rows arrive from the store's commits (one per body)."""
+
+    def __init__(self) -> None:
+        self._rows: dict[str, _DeletionRow] = {}
+        self._bodies: dict[tuple[str, str], str] = {}
+        self._ids = itertools.count(1)
+
+    def enqueue(self, key: StreamKey | None, bodies: Sequence[tuple[str, str, datetime]],
+                home: str | None = None) -> None:
+        """`home`: the owning stream's metadata home (None for a body no stream owns)."""
+        for region, object_key, not_before in bodies:
+            if (region, object_key) in self._bodies:
+                continue
+            deletion_id = str(next(self._ids))
+            self._bodies[(region, object_key)] = deletion_id
+            self._rows[deletion_id] = _DeletionRow(
+                BodyDeletion(deletion_id, key, region, object_key), not_before,
+                home if key is not None else region)
+
+    async def claim(self, worker: str, now: datetime, lease_seconds: float,
+                    limit: int, home: str) -> Sequence[BodyDeletion]:
+        claimed: list[BodyDeletion] = []
+        for row in sorted(self._rows.values(),
+                          key=lambda r: (r.not_before, int(r.deletion.id))):
+            if len(claimed) >= limit:
+                break
+            if row.home != home or row.not_before > now or (
+                    row.lease_until is not None and row.lease_until > now):
+                continue
+            row.lease_until = now + timedelta(seconds=lease_seconds)
+            claimed.append(row.deletion)
+        return claimed
+
+    async def claim_bodies(self, worker: str, bodies: Sequence[tuple[str, str]],
+                           now: datetime, lease_seconds: float) -> Sequence[BodyDeletion]:
+        claimed: list[BodyDeletion] = []
+        for body in dict.fromkeys(bodies):
+            deletion_id = self._bodies.get(body)
+            row = self._rows.get(deletion_id) if deletion_id is not None else None
+            if row is None or (row.lease_until is not None and row.lease_until > now):
+                continue
+            row.lease_until = now + timedelta(seconds=lease_seconds)
+            claimed.append(row.deletion)
+        return claimed
+
+    async def in_flight(self, stream: StreamKey, now: datetime) -> int:
+        return sum(1 for row in self._rows.values() if row.deletion.stream == stream
+                   and row.lease_until is not None and row.lease_until > now)
+
+    async def complete(self, deletion_id: str) -> None:
+        row = self._rows.pop(deletion_id, None)
+        if row is not None:
+            self._bodies.pop((row.deletion.region, row.deletion.object_key), None)
+
+    async def postpone(self, deletion_id: str, next_attempt_at: datetime,
+                       error: str | None = None) -> None:
+        row = self._rows[deletion_id]
+        if error is not None:
+            row.deletion = replace(row.deletion, attempts=row.deletion.attempts + 1,
+                                   last_error=error)
+        row.not_before = next_attempt_at
+        row.lease_until = None
+
+    def queued(self) -> list[tuple[str, str]]:
+        """(region, object key) of every row still queued, in queue order."""
+        return [(row.deletion.region, row.deletion.object_key)
+                for row in sorted(self._rows.values(), key=lambda r: int(r.deletion.id))]
