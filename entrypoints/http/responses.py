@@ -65,7 +65,11 @@ def stream_list() -> JsonSchema:
 
 
 def appended() -> JsonSchema:
-    return shape({"sequences": {"type": "array", "items": INTEGER}, "head": INTEGER})
+    return shape({"sequences": {"type": "array", "items": INTEGER}, "head": INTEGER},
+                 duplicates={"type": "array", "items": INTEGER, "uniqueItems": True,
+                             "description": "Positions (from 0) of the batch's records whose "
+                                            "idempotency key was used before: they stored "
+                                            "nothing and carry the first copy's sequence."})
 
 
 def accepted() -> JsonSchema:
