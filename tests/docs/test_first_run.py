@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from entrypoints.cli import DEV_TENANT
+from entrypoints.cli import DEV_TENANT, main
 from entrypoints.tokens import SIGNATURE_MISMATCH, mint_token, verify_token
 from tests.http.server import RunnelServer
 
@@ -116,21 +116,36 @@ def test_log_id_refuses_too_rather_than_inventing_a_secret(tmp_path: Path) -> No
     (["--scopes", "streams:read", "--ttl", "0"], "--ttl must be"),
 ])
 def test_runnel_token_refuses_claims_the_server_would_refuse(
-        flags: list[str], said: str, tmp_path: Path) -> None:
+        flags: list[str], said: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("RUNNEL_JWT_SECRET", OTHER_SECRET)
     arguments = ["token", "--sub", "alice", *flags]
     if "--tenant" not in flags:
         arguments += ["--tenant", "dev"]
-    refused = runnel(*arguments, RUNNEL_JWT_SECRET=OTHER_SECRET)
-    assert refused.returncode == 2, refused.stdout
-    assert said in refused.stderr and refused.stdout == ""
+    assert main(arguments) == 2
+    printed = capsys.readouterr()
+    assert said in printed.err and printed.out == ""
 
 
-def test_runnel_token_refuses_for_a_server_that_takes_no_hs256_token(tmp_path: Path) -> None:
+def test_runnel_token_mints_what_the_server_accepts(monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("RUNNEL_JWT_SECRET", OTHER_SECRET)
+    assert main(["token", "--tenant", "dev", "--sub", "alice", "--scopes",
+                 " streams:read, streams:admin ", "--runs", "r1,r2"]) == 0
+    principal = verify_token(capsys.readouterr().out.strip(), OTHER_SECRET)
+    assert (principal.tenant, principal.scopes, principal.runs) == (
+        "dev", frozenset({"streams:read", "streams:admin"}), frozenset({"r1", "r2"}))
+
+
+def test_runnel_token_refuses_for_a_server_that_takes_no_hs256_token(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
     jwks = tmp_path / "jwks.json"
     jwks.write_text('{"keys": []}')
-    refused = runnel("token", "--tenant", "dev", "--sub", "a", "--scopes", "streams:read",
-                     RUNNEL_JWT_SECRET=OTHER_SECRET, RUNNEL_JWT_JWKS_FILE=str(jwks))
-    assert refused.returncode == 2 and "RUNNEL_JWT_ALGORITHMS" in refused.stderr
+    monkeypatch.setenv("RUNNEL_JWT_SECRET", OTHER_SECRET)
+    monkeypatch.setenv("RUNNEL_JWT_JWKS_FILE", str(jwks))
+    assert main(["token", "--tenant", "dev", "--sub", "a", "--scopes", "streams:read"]) == 2
+    assert "RUNNEL_JWT_ALGORITHMS" in capsys.readouterr().err
 
 
 def test_a_token_signed_with_another_secret_is_a_401_that_says_so(
