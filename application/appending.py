@@ -35,6 +35,8 @@ class AppendResult:
     head: int
     stored: int
     published: int = 0
+    duplicates: tuple[int, ...] = ()
+    """Positions in the batch whose idempotency key was used before: they stored nothing."""
 
     @property
     def all_duplicates(self) -> bool:
@@ -89,7 +91,8 @@ class Appender:
         plan = session.stream.plan_append(drafts, receipts)
         session.stream.append(plan)
         self._stage(session, plan)
-        return AppendResult(plan.sequences, session.stream.head, len(plan.new))
+        return AppendResult(plan.sequences, session.stream.head, len(plan.new),
+                            duplicates=plan.duplicates)
 
     def _stage(self, session: StreamSession, plan: AppendPlan) -> None:
         if not plan.new:

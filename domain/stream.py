@@ -43,6 +43,10 @@ class AppendPlan:
 
     sequences: tuple[int, ...]
     new: tuple[tuple[int, Draft], ...]
+    duplicates: tuple[int, ...] = ()
+    """The batch positions that store nothing: their idempotency key was used before, on
+    the stream or earlier in the batch, and they get that record's sequence (the first
+    copy stays, whatever this one carries)."""
 
     @property
     def all_duplicates(self) -> bool:
@@ -151,10 +155,12 @@ class Stream(Aggregate):
         sequences: list[int] = []
         new: list[tuple[int, Draft]] = []
         next_sequence = self.head + 1
-        for draft in drafts:
+        duplicates: list[int] = []
+        for position, draft in enumerate(drafts):
             key = draft.idempotency_key
             if key is not None and key in seen:
                 sequences.append(seen[key])
+                duplicates.append(position)
                 continue
             sequences.append(next_sequence)
             new.append((next_sequence, draft))
@@ -168,7 +174,7 @@ class Stream(Aggregate):
             unreserved = sum(draft.object.size for _, draft in new if draft.object is not None
                              and draft.object.object_id not in self.reservations)
             self._ensure_appendable(len(new), size, size + unreserved)
-        return AppendPlan(tuple(sequences), tuple(new))
+        return AppendPlan(tuple(sequences), tuple(new), tuple(duplicates))
 
     def append(self, plan: AppendPlan) -> None:
         """Commit a plan made by `plan_append` on this same state."""

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import logging
 import os
 import re
+import shutil
 import socket
 import sys
 from collections.abc import Callable
 from importlib.metadata import version
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import uvicorn
@@ -26,6 +29,7 @@ from entrypoints.backend import database_url
 from entrypoints.log_ids import LogIds
 from entrypoints.logging_setup import configure_logging, logging_config
 from entrypoints.settings import ConfigurationError, Settings
+from entrypoints.token_command import TokenRefused, server_secret, token_command
 from entrypoints.tokens import mint_token
 
 if TYPE_CHECKING:
@@ -35,6 +39,10 @@ DEV_TENANT = "dev"
 DEV_SUBJECT = "developer"
 DEV_SCOPES = ("streams:read", "streams:write", "streams:admin")
 DEV_TOKEN_TTL_SECONDS = 24 * 3600
+EXAMPLE_RUN = "demo"
+EXAMPLE_DEFINITION = '{"stream_id":"answer","content_class":"output.text","consumers":["ui"]}'
+"""What the banner's example creates: the README's first stream, so both can be run (an
+identical definition is 200, not a conflict)."""
 
 
 def _version(_: argparse.Namespace) -> int:
@@ -63,6 +71,8 @@ class _Server(uvicorn.Server):
         await super().startup(sockets)
         if not self.started:
             return
+        if sockets is not None:  # uvicorn says where it runs only for sockets it bound itself
+            self._log_started_message(sockets)
         port = self.config.port
         for server in self.servers:
             for listening in server.sockets:
@@ -83,8 +93,24 @@ def _banner(settings: Settings, host: str, port: int) -> str:
            "delivers with its own RUNNEL_WAIT_SERVICE)"),
         f"  API docs:  {url}/schema  (self-contained; OpenAPI: {url}/schema/openapi.json)",
         *_token_lines(settings),
-        f'  curl -H "Authorization: Bearer $RUNNEL_TOKEN" {url}{API_PREFIX}/runs/demo/streams',
+        f"  try it:    create stream 'answer' in run {EXAMPLE_RUN!r} (then: README, A first "
+        f"stream; the viewer at {url}/)",
+        f'  curl -s -H "Authorization: Bearer $RUNNEL_TOKEN" -H "content-type: application/json"'
+        f" -d '{EXAMPLE_DEFINITION}' {url}{API_PREFIX}/runs/{EXAMPLE_RUN}/streams",
     ])
+
+
+def command_name() -> str:
+    """How to type this `runnel` here: `runnel` when that is on PATH, else its script's path,
+    relative to the working directory when inside it (`.venv/bin/runnel` in a checkout)."""
+    script = Path(sys.executable).parent / "runnel"
+    on_path = shutil.which("runnel")
+    if on_path is not None and Path(on_path).resolve() == script.resolve():
+        return "runnel"
+    try:
+        return str(script.relative_to(Path.cwd()))
+    except ValueError:
+        return str(script)
 
 
 def is_local_default(settings: Settings) -> bool:
@@ -97,8 +123,8 @@ def is_local_default(settings: Settings) -> bool:
 def _token_lines(settings: Settings) -> list[str]:
     if not is_local_default(settings):
         return ["  tokens:    none printed on a configured database; mint one per client:",
-                "  export RUNNEL_TOKEN=$(runnel token --tenant T --sub S "
-                "--scopes streams:read,streams:write --ttl 3600)"]
+                f"  export RUNNEL_TOKEN=$({command_name()} token --tenant {DEV_TENANT} "
+                "--sub alice --scopes streams:read,streams:write --ttl 3600)"]
     ttl = min(DEV_TOKEN_TTL_SECONDS, settings.max_token_lifetime_seconds)
     token = mint_token(settings.resolved_jwt_secret(), tenant=DEV_TENANT, sub=DEV_SUBJECT,
                        scopes=DEV_SCOPES, ttl_seconds=ttl, issuer=settings.jwt_issuer,
@@ -134,6 +160,7 @@ def _serve(args: argparse.Namespace) -> int:
     from entrypoints.tracing import start_tracing
 
     settings = Settings(workers=False) if args.no_workers else Settings()
+    listening = listening_socket(args.host, args.port)
     _preflight(settings)
     start_tracing(settings)
     budget = ConnectionBudget(connection_limits(settings))
@@ -149,8 +176,31 @@ def _serve(args: argparse.Namespace) -> int:
         http=bounded_protocol(budget), ws="none",
         timeout_keep_alive=settings.idle_timeout_seconds,  # type: ignore[arg-type]
     )
-    _Server(config, settings, draining).run()
+    _Server(config, settings, draining).run(sockets=[listening])
     return 0
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """The server's socket, bound before anything boots (the database check, the embedded
+    Postgres, the workers), so that a busy port is one line at once; uvicorn listens on it.
+    Raises `StartupRefused`."""
+    from entrypoints.startup import StartupRefused
+
+    listening = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listening.bind((host, port))
+    except OSError as error:
+        listening.close()
+        if error.errno == errno.EADDRINUSE:
+            raise StartupRefused(
+                f"port {port} on {host} is already in use (another `runnel serve`?): stop "
+                "that, or choose another port with --port N (--port 0 picks a free one)"
+            ) from None
+        raise StartupRefused(f"cannot listen on {host}:{port}: {error.strerror or error}"
+                             ) from None
+    listening.set_inheritable(True)
+    return listening
 
 
 def _worker(_: argparse.Namespace) -> int:
@@ -248,23 +298,8 @@ async def _set_fence(settings: Settings, region: str, fenced: bool) -> int | Non
             await connection.close()
 
 
-def _csv(value: str) -> list[str]:
-    return [item.strip() for item in value.split(",") if item.strip()]
-
-
 def _token(args: argparse.Namespace) -> int:
-    settings = Settings()
-    limit = settings.max_token_lifetime_seconds
-    if not 0 < args.ttl <= limit:
-        print(f"runnel token: --ttl must be 1 to {limit} seconds "
-              "(RUNNEL_MAX_TOKEN_LIFETIME_SECONDS)", file=sys.stderr)
-        return 2
-    print(mint_token(settings.resolved_jwt_secret(), tenant=args.tenant, sub=args.sub,
-                     scopes=_csv(args.scopes),
-                     runs=_csv(args.runs) if args.runs is not None else None,
-                     ttl_seconds=args.ttl, issuer=settings.jwt_issuer,
-                     audience=settings.jwt_audience))
-    return 0
+    return token_command(Settings(), args.tenant, args.sub, args.scopes, args.runs, args.ttl)
 
 
 def _revoke(args: argparse.Namespace) -> int:
@@ -274,7 +309,11 @@ def _revoke(args: argparse.Namespace) -> int:
 
 
 def _log_id(args: argparse.Namespace) -> int:
-    ids = LogIds(Settings().resolved_jwt_secret())
+    try:  # the server's own secret: pseudonyms of another would match no log line
+        ids = LogIds(server_secret(Settings()))
+    except TokenRefused as refused:
+        print(f"runnel log-id: {refused}", file=sys.stderr)
+        return 2
     print(" ".join(ids.pseudonym(identifier) for identifier in (args.run, args.stream)
                    if identifier is not None))
     return 0
@@ -320,11 +359,13 @@ def build_parser() -> argparse.ArgumentParser:
     unfence.add_argument("region", type=_region)
     unfence.set_defaults(handler=_fence)
 
-    token = commands.add_parser("token", help="mint a bearer token for local use")
+    token = commands.add_parser(
+        "token", help="mint a bearer token with the server's secret (RUNNEL_JWT_SECRET, "
+                      "else RUNNEL_DATA_DIR/jwt-secret; never creates one)")
     token.add_argument("--tenant", required=True)
     token.add_argument("--sub", required=True)
     token.add_argument("--scopes", required=True,
-                       help="comma-separated, e.g. streams:read,streams:write")
+                       help="comma-separated, of streams:read, streams:write, streams:admin")
     token.add_argument("--runs", help="comma-separated run ids the token is bound to")
     token.add_argument("--ttl", type=int, default=3600, help="seconds until expiry")
     token.set_defaults(handler=_token)
@@ -348,7 +389,8 @@ def build_parser() -> argparse.ArgumentParser:
     tail.add_argument("stream")
     tail.add_argument("--after", type=int, default=0, help="start after this sequence")
     tail.add_argument("--live", action="store_true", help="also show live chunks")
-    tail.add_argument("--url", default="http://127.0.0.1:8080", help="the server's base URL")
+    tail.add_argument("--url", default=os.environ.get("RUNNEL_URL", "http://127.0.0.1:8080"),
+                      help="the server's base URL (default: $RUNNEL_URL, else http://127.0.0.1:8080)")
     tail.add_argument("--token", default=os.environ.get("RUNNEL_TOKEN"),
                       help="bearer token (default: $RUNNEL_TOKEN)")
     tail.set_defaults(handler=_tail)

@@ -5,12 +5,14 @@ records as `{"content_type", "data"}` in base64, object records as their
 reference); live chunks (with `--live`) as `live\\t<chunk as JSON>`. A status line
 on stderr shows records/s, the last sequence and the reconnects: redrawn in place
 on a terminal, at most once a second otherwise, and once more at the end. The
-command exits 0 when the stream is closed and every record was shown.
+command exits 0 when the stream is closed and every record was shown, and quietly
+with 0 when its reader goes away (`runnel tail … | head`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from typing import Any, TextIO
@@ -80,5 +82,18 @@ def tail(url: str, token: str, run_id: str, stream_id: str, after: int, live: bo
     except KeyboardInterrupt:
         status.update(final=True)
         return 130
+    except BrokenPipeError:  # the reader went away (`runnel tail … | head`): a normal end
+        _silence(out)
+        return 0
     status.update(final=True)
     return 0
+
+
+def _silence(out: TextIO) -> None:
+    """Point a closed stdout at /dev/null, so that the interpreter's flush at exit does not
+    fail a second time with a traceback."""
+    if out is not sys.stdout:
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)

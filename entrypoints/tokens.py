@@ -15,7 +15,7 @@ Rules (ADR 0006, ADR 0024):
 - every claim is checked for shape, because the tenant and the run ids become parts
   of storage keys;
 - a refusal says why in one short sentence that never repeats the token or its
-  header values.
+  header values; a signature that does not verify says so (`SIGNATURE_MISMATCH`).
 """
 
 from __future__ import annotations
@@ -40,6 +40,11 @@ DEFAULT_MAX_LIFETIME_SECONDS = 24 * 3600
 MAX_SCOPES = 32
 MAX_RUNS = 1000
 MAX_TOKEN_ID_LENGTH = 256
+SIGNATURE_MISMATCH = ("token signature does not match this server's key: it was signed with "
+                      "another secret (a `runnel token` run with another RUNNEL_DATA_DIR or "
+                      "RUNNEL_JWT_SECRET than the server's?) or another key")
+"""The detail of a well-formed token whose signature fails: the one mistake a first run
+makes (ADR 0036)."""
 
 
 @dataclass(frozen=True)
@@ -142,6 +147,8 @@ class TokenVerifier:
             raise Unauthenticated("token audience (aud) is not accepted") from None
         except jwt.MissingRequiredClaimError as error:
             raise Unauthenticated(f"token lacks the {error.claim} claim") from None
+        except jwt.InvalidSignatureError:
+            raise Unauthenticated(SIGNATURE_MISMATCH) from None
         except jwt.PyJWTError:
             raise Unauthenticated("token is not a valid Runnel token") from None
         return claims

@@ -46,11 +46,32 @@ def stream_view() -> JsonSchema:
 
 
 def record_envelope() -> JsonSchema:
-    reference = shape({"object_id": ID_FIELDS["object_id"], "size": INTEGER, "sha256": TEXT,
-                       "content_type": TEXT, "href": TEXT})
-    return shape({"sequence": INTEGER, "content_type": TEXT, "appended_at": TIME},
-                 payload={}, data={"type": "string", "contentEncoding": "base64"},
-                 object=reference, idempotency_key=TEXT)
+    """A stored record, as a page and a `record` event carry it: exactly one body."""
+    reference = shape({"object_id": ID_FIELDS["object_id"], "size": INTEGER,
+                       "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                       "content_type": TEXT,
+                       "href": {**TEXT, "description": "Where `GET` streams the body."}})
+    envelope = shape(
+        {"sequence": INTEGER, "content_type": TEXT, "appended_at": TIME},
+        payload={"description": "A JSON record's body: any JSON value, as stored (after "
+                                "redaction)."},
+        data={"type": "string", "contentEncoding": "base64",
+              "description": "A binary record's body, base64."},
+        object={**reference, "description": "An object record: the committed body's "
+                                            "reference."},
+        idempotency_key={**TEXT, "description": "The producer's key, when it gave one."})
+    envelope["oneOf"] = [{"required": [body]} for body in ("payload", "data", "object")]
+    return envelope
+
+
+EVENT_STREAM = (
+    "A text/event-stream of these events, and `: ping` comments: `record` (`id:` its "
+    "sequence; `data:` one record object, as in a page of `GET …/records`); `live` (`data:` "
+    "`{seq, data, source, attempt, index}`, with `?live=true` only); `resync` (`data:` the "
+    "410 `cursor_pruned` problem); `end` (`data:` `{reason, last_sequence}`, reason "
+    "`closed`, `token_expired` or `shutdown`). After `resync` or `end` the stream ends; "
+    "resume with `Last-Event-ID: last_sequence`.")
+"""The subscribe route's 200 (frames: `entrypoints.http.sse`)."""
 
 
 def records_page() -> JsonSchema:
@@ -65,7 +86,11 @@ def stream_list() -> JsonSchema:
 
 
 def appended() -> JsonSchema:
-    return shape({"sequences": {"type": "array", "items": INTEGER}, "head": INTEGER})
+    return shape({"sequences": {"type": "array", "items": INTEGER}, "head": INTEGER},
+                 duplicates={"type": "array", "items": INTEGER, "uniqueItems": True,
+                             "description": "Positions (from 0) of the batch's records whose "
+                                            "idempotency key was used before: they stored "
+                                            "nothing and carry the first copy's sequence."})
 
 
 def accepted() -> JsonSchema:

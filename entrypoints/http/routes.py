@@ -94,8 +94,7 @@ def api_router(settings: Settings, auth: Authenticator,
                                                sync_to_thread=False)},
             responses={200: ResponseSpec(
                 data_container=str, media_type="text/event-stream", generate_examples=False,
-                description="A text/event-stream of `record`, `live`, `resync` and `end` "
-                            "events and `: ping` comments."),
+                description=shapes.EVENT_STREAM),
                        **problems(410, 429)})(subscribe),
         post(STREAM + "/subscribe-token", status_code=201, request_max_body_size=small,
              summary="Mint a short-lived subscribe token for `?access_token=`",

@@ -60,6 +60,7 @@ def test_a_used_idempotency_key_returns_its_original_sequence_and_stores_nothing
     target.append(plan)
     assert plan.sequences == (1, 2)
     assert plan.all_duplicates
+    assert plan.duplicates == (0, 1)
     assert target.head == 2
     assert len(target.pending_events) == events_before
 
@@ -72,6 +73,7 @@ def test_a_batch_mixing_used_and_new_keys_stores_only_the_new_ones_densely() -> 
     target.append(plan)
     assert plan.sequences == (3, 4, 5, 1)
     assert [sequence for sequence, _ in plan.new] == [4, 5]
+    assert plan.duplicates == (0, 3)
     assert target.head == 5
 
 
@@ -81,7 +83,13 @@ def test_a_key_repeated_inside_one_batch_is_stored_once() -> None:
     target.append(plan)
     assert plan.sequences == (1, 2, 1)
     assert [sequence for sequence, _ in plan.new] == [1, 2]
+    assert plan.duplicates == (2,)  # the first of the batch is stored, the repeat is marked
     assert target.total_items == 2
+
+
+def test_a_batch_without_used_keys_marks_no_duplicate() -> None:
+    plan = stream().plan_append([draft(key="a"), draft(), draft()], {"b": 7})
+    assert plan.duplicates == ()
 
 
 def test_credit_counts_new_drafts_only() -> None:

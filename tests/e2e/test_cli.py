@@ -16,6 +16,7 @@ import httpx
 import psutil
 
 from domain.principal import Principal
+from entrypoints.settings import local_jwt_secret
 from entrypoints.tokens import verify_token
 from tests.http.server import RunnelServer
 from tests.pg import create_database, drop_database, run_sync
@@ -43,10 +44,12 @@ def test_token_mints_a_verifiable_token_from_the_configured_secret() -> None:
 
 
 def test_token_and_serve_agree_on_the_local_secret_without_configuration(tmp_path: Path) -> None:
+    """`runnel serve` creates the local secret; `runnel token` only reads it (ADR 0036)."""
+    secret = local_jwt_secret(tmp_path)
     env = {"RUNNEL_DATA_DIR": str(tmp_path)}
     printed = runnel("token", "--tenant", "t", "--sub", "s", "--scopes", "streams:read",
                      env=env).strip()
-    assert verify_token(printed, (tmp_path / "jwt-secret").read_text()).tenant == "t"
+    assert verify_token(printed, secret).tenant == "t"
 
 
 def test_migrate_applies_the_schema_once(tmp_path: Path) -> None:

@@ -30,7 +30,7 @@ async def test_append_answers_201_with_consecutive_sequences_and_read_pages_abov
         {"data": base64.b64encode(b"\x00\x01binary").decode(),
          "content_type": "application/octet-stream"}]})
     assert response.status_code == 201
-    assert response.json() == {"sequences": [5, 6], "head": 6}
+    assert response.json() == {"sequences": [5, 6], "head": 6, "duplicates": []}
 
     page = await api.get(records_url(run_id), params={"after": 4, "limit": 1})
     assert page.status_code == 200
@@ -73,12 +73,15 @@ async def test_repeated_idempotency_keys_return_the_original_sequences(
     batch = {"records": [{"payload": "a", "idempotency_key": "ka"},
                          {"payload": "b", "idempotency_key": "kb"}]}
     first = await api.post(records_url(run_id), json=batch)
-    assert (first.status_code, first.json()) == (201, {"sequences": [1, 2], "head": 2})
+    assert (first.status_code, first.json()) == (201, {"sequences": [1, 2], "head": 2,
+                                                     "duplicates": []})
     replay = await api.post(records_url(run_id), json=batch)
-    assert (replay.status_code, replay.json()) == (200, {"sequences": [1, 2], "head": 2})
+    assert (replay.status_code, replay.json()) == (200, {"sequences": [1, 2], "head": 2,
+                                                       "duplicates": [0, 1]})
     mixed = await api.post(records_url(run_id), json={"records": [
         {"payload": "b", "idempotency_key": "kb"}, {"payload": "c", "idempotency_key": "kc"}]})
-    assert (mixed.status_code, mixed.json()) == (201, {"sequences": [2, 3], "head": 3})
+    assert (mixed.status_code, mixed.json()) == (201, {"sequences": [2, 3], "head": 3,
+                                                     "duplicates": [0]})
     stored = (await api.get(records_url(run_id))).json()["records"]
     assert [r["payload"] for r in stored] == ["a", "b", "c"]
 

@@ -28,7 +28,9 @@ async def append_records(
 ) -> Response[dict[str, Any]]:
     """Append 1–1000 records in one transaction: consecutive sequences for all, or none.
     A record whose `idempotency_key` was used before gets its original sequence and stores
-    nothing: 201 when anything was stored, 200 when every record was a duplicate.
+    nothing, whatever it carries (the first copy stays): `duplicates` lists the positions
+    of such records in the batch (from 0); 201 when anything was stored, 200 when every
+    record was a duplicate.
     429 `backpressure` (with `Retry-After`) when the unread ceiling is full.
     A `best_effort` stream stores nothing: its records go out as live chunks,
     202 `{"accepted": n}`."""
@@ -42,7 +44,8 @@ async def append_records(
         metrics.appends.labels(outcome="published").inc()
         return Response({"accepted": result.published}, status_code=202)
     metrics.appends.labels(outcome="duplicate" if result.all_duplicates else "stored").inc()
-    return Response({"sequences": list(result.sequences), "head": result.head},
+    return Response({"sequences": list(result.sequences), "head": result.head,
+                     "duplicates": list(result.duplicates)},
                     status_code=200 if result.all_duplicates else 201)
 
 
