@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import httpx
@@ -12,10 +13,14 @@ class Flaky(httpx.AsyncBaseTransport):
     can be refused before they are sent (`refuse`: connect errors), answered 503 without
     reaching the server (`unavailable`), or stored and then have their answer lost
     (`lose`: a read error after the server committed). `batches` holds the record count
-    of every append that reached the server."""
+    of every append that reached the server. With a `gate`, an append waits for it
+    to be set before it goes on (`arrived` is set when one is waiting)."""
 
-    def __init__(self, refuse: int = 0, unavailable: int = 0, lose: int = 0) -> None:
+    def __init__(self, refuse: int = 0, unavailable: int = 0, lose: int = 0,
+                 gate: asyncio.Event | None = None) -> None:
         self.refuse, self.unavailable, self.lose = refuse, unavailable, lose
+        self.gate = gate
+        self.arrived = asyncio.Event()
         self.inner = httpx.AsyncHTTPTransport()
         self.attempts = 0
         self.batches: list[int] = []
@@ -25,6 +30,9 @@ class Flaky(httpx.AsyncBaseTransport):
         if not (request.method == "POST" and request.url.path.endswith("/records")):
             return await self.inner.handle_async_request(request)
         self.attempts += 1
+        if self.gate is not None:
+            self.arrived.set()
+            await self.gate.wait()
         if self.refuse > 0:
             self.refuse -= 1
             raise httpx.ConnectError("connection refused (on purpose)", request=request)

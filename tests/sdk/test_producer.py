@@ -90,6 +90,26 @@ async def test_a_short_linger_sends_without_a_flush(server: RunnelServer, run_id
         assert [r.payload for r in await stored(rn, run_id)] == ["alone"]
 
 
+async def test_a_write_while_a_batch_is_in_flight_goes_in_the_next_one(
+        server: RunnelServer, run_id: str) -> None:
+    gate = asyncio.Event()
+    transport = Flaky(gate=gate)
+    async with client(server, transport) as rn:
+        await made(rn, run_id)
+        writer = rn.producer(run_id, "s", key_prefix="race", linger_seconds=0.01)
+        await writer.write("a")
+        async with asyncio.timeout(GUARD_SECONDS):
+            await transport.arrived.wait()  # the linger's append of "a" is held in flight
+        second = asyncio.create_task(writer.write("b"))
+        await asyncio.sleep(0.05)
+        gate.set()
+        async with asyncio.timeout(GUARD_SECONDS):
+            await second
+            await writer.close()
+        assert [r.payload for r in await stored(rn, run_id)] == ["a", "b"]
+    assert transport.batches == [1, 1]
+
+
 async def test_batches_split_at_1000_records_and_at_the_byte_limit(
         server: RunnelServer, run_id: str) -> None:
     transport = Flaky()

@@ -17,7 +17,7 @@ def mypy(*targets: Path) -> tuple[int, str]:
     """Strict mypy with no project config, finding the SDK from its source tree."""
     done = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--config-file=",
-         "--python-version=3.11", "-p", "runnel_client", *map(str, targets)],
+         "--python-version=3.11", str(SDK_ROOT / "runnel_client"), *map(str, targets)],
         capture_output=True, text=True, timeout=600, check=False,
         env={**os.environ, "MYPYPATH": str(SDK_ROOT)})
     return done.returncode, done.stdout + done.stderr

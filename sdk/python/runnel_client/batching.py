@@ -94,8 +94,12 @@ class Batch:
         self.limits = limits
         self.records: list[dict[str, Any]] = []
         self.bytes = len(b'{"records":[]}')
+        self.sealed = False
+        """Being sent (or sent): it takes no more records."""
 
     def fits(self, record: dict[str, Any]) -> bool:
+        if self.sealed:
+            return False
         size = len(compact(record)) + 1
         return not self.records or (len(self.records) < self.limits.max_records
                                     and self.bytes + size <= self.limits.max_bytes)

@@ -14,7 +14,8 @@ Rules:
   `close` that comes next (a linger flush has no caller to raise to) and refuses
   every later write: nothing written after a lost record is stored before it;
 - `close()` and leaving `async with` send everything written; `write()` returns
-  before the record is stored, `flush()` when everything written so far is.
+  before the record is stored (it waits only while a full batch, or the batch before
+  its own, is being sent), `flush()` when everything written so far is.
 """
 
 from __future__ import annotations
@@ -172,7 +173,7 @@ class Producer:
                 await self._send_waiting(everything=self._linger == 0)
             if self._failed is not None:
                 raise self._failed
-        elif self._timer is None:
+        if self._batches and self._timer is None and self._linger > 0:
             self._timer = asyncio.get_running_loop().create_task(self._linger_then_send())
         return str(record["idempotency_key"])
 
@@ -200,6 +201,7 @@ class Producer:
         while self._failed is None and self._batches and (
                 everything or len(self._batches) > 1 or self._batches[0].full):
             batch = self._batches[0]
+            batch.sealed = True  # a write while it is in flight opens the next batch
             try:
                 await self._send(batch.records)
             except AppendFailed as failed:
