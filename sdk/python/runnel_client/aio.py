@@ -16,21 +16,12 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 import httpx
-from httpx_sse import aconnect_sse
 
 from runnel_client.auth import BearerToken, TokenSource
 from runnel_client.batching import DEFAULT_BATCH_BYTES
-from runnel_client.errors import BackpressureError, ResyncRequired, RunnelError, TokenExpired
-from runnel_client.following import (
-    Acker,
-    FollowState,
-    Refused,
-    ResyncHandler,
-    StreamEnded,
-    Unavailable,
-    backoff,
-    start_cursor,
-)
+from runnel_client.errors import BackpressureError
+from runnel_client.follow_async import follow_async
+from runnel_client.following import FollowState, ResyncHandler
 from runnel_client.handles import AsyncStream
 from runnel_client.objects import DownloadCheck, ObjectBody, measure, object_id_of, prepare_body
 from runnel_client.wire import (
@@ -245,104 +236,10 @@ class AsyncRunnelClient:
         token it raises `TokenExpired` (`last_sequence` is the cursor). A fresh token
         refused at once raises `Unauthenticated`; other refusals (403, 404) are raised,
         transport errors and 5xx reconnect after a jittered backoff."""
-        return self._follow(run_id, stream_id, after, live, on_resync, state, token_provider,
-                            consumer, ack_every, wait_for_stream, start)
+        return follow_async(self, self._http, self._auth, run_id, stream_id, after, live,
+                            on_resync, state, token_provider, consumer, ack_every,
+                            wait_for_stream, start)
 
-    async def _follow(self, run_id: str, stream_id: str, after: int, live: bool,
-                      on_resync: ResyncHandler | None, state: FollowState | None,
-                      token_provider: TokenProvider | None, consumer: str | None,
-                      ack_every: int, wait_for_stream: bool,
-                      start: str | None) -> AsyncIterator[Record | LiveEvent]:
-        if consumer is not None or start is not None or wait_for_stream:
-            status = (await self._await_stream(run_id, stream_id, wait_for_stream))["status"]
-            after = start_cursor(status, state.cursor if state else after, consumer, start)
-        state = state or FollowState(after)
-        state.cursor = max(state.cursor, after)
-        acker = Acker(ack_every, state.cursor) if consumer is not None else None
-        path = stream_path(run_id, stream_id, "subscribe")
-        params = {"live": "true"} if live else {}
-        provider = BearerToken(token_provider) if token_provider is not None else None
-        renewable = provider is not None or self._auth.renewable
-        auth = BearerToken(await provider.async_token()) if provider else self._auth
-        attempt, fresh = 0, True
-        while True:
-            try:
-                async with aconnect_sse(self._http, "GET", path, params=params, auth=auth,
-                                        headers=state.headers(), timeout=None) as source:
-                    if source.response.status_code != 200:
-                        await source.response.aread()
-                        if source.response.status_code >= 500:
-                            raise Unavailable
-                        error = problem_of(source.response)
-                        if error.status == 401 and renewable and not fresh:
-                            raise TokenExpired(state.cursor) from error
-                        if isinstance(error, ResyncRequired):
-                            raise error
-                        raise Refused(error, state.cursor)
-                    attempt, fresh = 0, False
-                    async for event in source.aiter_sse():
-                        item = state.accept(event.event, event.data)
-                        if item is None:
-                            continue
-                        yield item
-                        if acker is not None and isinstance(item, Record):
-                            await self._ack_due(run_id, stream_id, consumer, acker,
-                                                acker.passed(item.sequence), state)
-            except Refused as refused:
-                raise refused.error from None
-            except StreamEnded:
-                if acker is not None:
-                    await self._ack_due(run_id, stream_id, consumer, acker, acker.final(),
-                                        state)
-                return
-            except TokenExpired:
-                if not renewable:
-                    raise
-                if provider is not None:
-                    auth = BearerToken(await provider.async_token())
-                fresh = True
-                state.token_refreshes += 1
-                continue  # resume at once from state.cursor, with a fresh token
-            except ResyncRequired as resync:
-                if on_resync is None:
-                    raise
-                state.cursor = on_resync(resync)
-            except (httpx.TransportError, Unavailable):
-                pass  # the server went away or is starting/stopping: reconnect
-            attempt += 1
-            state.reconnects += 1
-            await asyncio.sleep(backoff(attempt))
-
-    async def _await_stream(self, run_id: str, stream_id: str, wait: bool) -> dict[str, Any]:
-        attempt = 0
-        while True:
-            try:
-                return await self.get_stream(run_id, stream_id)
-            except RunnelError as error:
-                if not (wait and error.status == 404):
-                    raise
-            attempt += 1
-            await asyncio.sleep(backoff(attempt))
-
-    async def _ack_due(self, run_id: str, stream_id: str, consumer: str | None, acker: Acker,
-                       sequence: int | None, state: FollowState) -> None:
-        if sequence is None or consumer is None:
-            return
-        try:
-            await self.ack(run_id, stream_id, consumer, sequence)
-        except RunnelError as error:
-            if error.code == "ack_regression":  # another follower acked further: fine
-                acker.acked = sequence
-                return
-            if error.status < 500:
-                raise
-            state.ack_failures += 1
-            return
-        except httpx.TransportError:
-            state.ack_failures += 1
-            return
-        acker.acked = sequence
-        state.acks += 1
 
 
 async def _chunks(chunks: Any) -> AsyncIterator[bytes]:

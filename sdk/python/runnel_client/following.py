@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
+
 from runnel_client.errors import ResyncRequired, RunnelError, TokenExpired
 from runnel_client.layers import Steps
 from runnel_client.wire import LiveEvent, Record
@@ -141,6 +143,22 @@ class Acker:
 
     def final(self) -> int | None:
         return self.done if self.done > self.acked else None
+
+    def acked_up_to(self, sequence: int, state: FollowState) -> None:
+        self.acked = sequence
+        state.acks += 1
+
+    def failed(self, sequence: int, error: Exception, state: FollowState) -> None:
+        """An ack of `sequence` went wrong: fine when another follower of the consumer
+        acked further (`ack_regression`); counted when lost to the network or a 5xx (the
+        next ack covers it); raised otherwise (403 `consumer_scope`, …)."""
+        if isinstance(error, RunnelError) and error.code == "ack_regression":
+            self.acked = sequence
+        elif isinstance(error, httpx.TransportError) or (
+                isinstance(error, RunnelError) and error.status >= 500):
+            state.ack_failures += 1
+        else:
+            raise error
 
 
 def backoff(attempt: int, draw: Callable[[float, float], float] = random.uniform) -> float:

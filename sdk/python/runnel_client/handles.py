@@ -16,6 +16,8 @@ from runnel_client.wire import BrowserToken, LiveEvent, ReadPage, Record
 
 if TYPE_CHECKING:
     from runnel_client.aio import AsyncRunnelClient
+    from runnel_client.auth import TokenSource
+    from runnel_client.following import FollowState, ResyncHandler
     from runnel_client.objects import ObjectBody
     from runnel_client.producer import Producer
     from runnel_client.retrying import RetryPolicy
@@ -43,16 +45,28 @@ class AsyncStream:
 
     @overload
     def follow(self, after: int = 0, *, live: Literal[False] = False,
-               **options: Any) -> AsyncIterator[Record]: ...
+               on_resync: ResyncHandler | None = None, state: FollowState | None = None,
+               token_provider: TokenSource | None = None, consumer: str | None = None,
+               ack_every: int = 1, wait_for_stream: bool = False,
+               start: Literal["tail"] | None = None) -> AsyncIterator[Record]: ...
 
     @overload
-    def follow(self, after: int = 0, *, live: bool, **options: Any
-               ) -> AsyncIterator[Record | LiveEvent]: ...
+    def follow(self, after: int = 0, *, live: bool, on_resync: ResyncHandler | None = None,
+               state: FollowState | None = None, token_provider: TokenSource | None = None,
+               consumer: str | None = None, ack_every: int = 1, wait_for_stream: bool = False,
+               start: Literal["tail"] | None = None) -> AsyncIterator[Record | LiveEvent]: ...
 
     def follow(self, after: int = 0, *, live: bool = False,
-               **options: Any) -> AsyncIterator[Record | LiveEvent]:
-        """`AsyncRunnelClient.follow` on this stream (the same keyword options)."""
-        return self.client.follow(self.run_id, self.stream_id, after, live=live, **options)
+               on_resync: ResyncHandler | None = None, state: FollowState | None = None,
+               token_provider: TokenSource | None = None, consumer: str | None = None,
+               ack_every: int = 1, wait_for_stream: bool = False,
+               start: Literal["tail"] | None = None) -> AsyncIterator[Record | LiveEvent]:
+        """`AsyncRunnelClient.follow` on this stream."""
+        return self.client.follow(self.run_id, self.stream_id, after, live=live,
+                                  on_resync=on_resync, state=state,
+                                  token_provider=token_provider, consumer=consumer,
+                                  ack_every=ack_every, wait_for_stream=wait_for_stream,
+                                  start=start)
 
     async def ack(self, consumer_id: str, sequence: int) -> dict[str, Any]:
         return await self.client.ack(self.run_id, self.stream_id, consumer_id, sequence)
@@ -110,16 +124,28 @@ class Stream:
 
     @overload
     def follow(self, after: int = 0, *, live: Literal[False] = False,
-               **options: Any) -> Iterator[Record]: ...
+               on_resync: ResyncHandler | None = None, state: FollowState | None = None,
+               token_provider: TokenSource | None = None, consumer: str | None = None,
+               ack_every: int = 1, wait_for_stream: bool = False,
+               start: Literal["tail"] | None = None) -> Iterator[Record]: ...
 
     @overload
-    def follow(self, after: int = 0, *, live: bool, **options: Any
-               ) -> Iterator[Record | LiveEvent]: ...
+    def follow(self, after: int = 0, *, live: bool, on_resync: ResyncHandler | None = None,
+               state: FollowState | None = None, token_provider: TokenSource | None = None,
+               consumer: str | None = None, ack_every: int = 1, wait_for_stream: bool = False,
+               start: Literal["tail"] | None = None) -> Iterator[Record | LiveEvent]: ...
 
     def follow(self, after: int = 0, *, live: bool = False,
-               **options: Any) -> Iterator[Record | LiveEvent]:
-        """`RunnelClient.follow` on this stream (the same keyword options)."""
-        return self.client.follow(self.run_id, self.stream_id, after, live=live, **options)
+               on_resync: ResyncHandler | None = None, state: FollowState | None = None,
+               token_provider: TokenSource | None = None, consumer: str | None = None,
+               ack_every: int = 1, wait_for_stream: bool = False,
+               start: Literal["tail"] | None = None) -> Iterator[Record | LiveEvent]:
+        """`RunnelClient.follow` on this stream."""
+        return self.client.follow(self.run_id, self.stream_id, after, live=live,
+                                  on_resync=on_resync, state=state,
+                                  token_provider=token_provider, consumer=consumer,
+                                  ack_every=ack_every, wait_for_stream=wait_for_stream,
+                                  start=start)
 
     def ack(self, consumer_id: str, sequence: int) -> dict[str, Any]:
         return self.client.ack(self.run_id, self.stream_id, consumer_id, sequence)

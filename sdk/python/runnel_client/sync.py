@@ -12,20 +12,11 @@ from collections.abc import Iterator
 from typing import Any, Literal, overload
 
 import httpx
-from httpx_sse import connect_sse
 
 from runnel_client.auth import BearerToken, TokenSource
-from runnel_client.errors import BackpressureError, ResyncRequired, RunnelError, TokenExpired
-from runnel_client.following import (
-    Acker,
-    FollowState,
-    Refused,
-    ResyncHandler,
-    StreamEnded,
-    Unavailable,
-    backoff,
-    start_cursor,
-)
+from runnel_client.errors import BackpressureError
+from runnel_client.follow_sync import follow_sync
+from runnel_client.following import FollowState, ResyncHandler
 from runnel_client.handles import Stream
 from runnel_client.objects import DownloadCheck, ObjectBody, measure, object_id_of, prepare_body
 from runnel_client.wire import (
@@ -65,13 +56,19 @@ class RunnelClient:
         return Stream(self, run_id, stream_id)
 
     def create_stream(self, run_id: str, definition: dict[str, Any]) -> dict[str, Any]:
+        """Create (or identically re-create) a stream: `{run_id, stream_id, definition, status,
+        created_at}`; 409 `definition_conflict`."""
         return checked(self._http.post(run_path(run_id, "streams"), json=definition))
 
     def get_stream(self, run_id: str, stream_id: str) -> dict[str, Any]:
+        """Definition and status (`status.head`, `status.consumers`, …); 404 `not_found`."""
         return checked(self._http.get(stream_path(run_id, stream_id)))
 
     def append(self, run_id: str, stream_id: str, records: list[dict[str, Any]], *,
                backpressure_retries: int | None = None) -> dict[str, Any]:
+        """Append 1–1000 records in one transaction: `{sequences, head}`; a 429 is retried
+        after its `Retry-After` (then `BackpressureError`); 409 `stream_closed`, 413
+        `too_large` (above 64 KiB: `upload_object`)."""
         retries = self._retries if backpressure_retries is None else backpressure_retries
         for attempt in range(retries + 1):
             response = self._http.post(stream_path(run_id, stream_id, "records"),
@@ -83,15 +80,20 @@ class RunnelClient:
         raise AssertionError("unreachable")
 
     def read(self, run_id: str, stream_id: str, after: int = 0, limit: int = 100) -> ReadPage:
+        """Records with `sequence > after` as a `ReadPage` (read on from `next_cursor`);
+        400 `future_cursor`, `ResyncRequired` (410)."""
         return ReadPage.from_wire(checked(self._http.get(
             stream_path(run_id, stream_id, "records"), params={"after": after, "limit": limit})))
 
     def ack(self, run_id: str, stream_id: str, consumer_id: str, sequence: int) -> dict[str, Any]:
+        """`{consumer_id, acked}`; 409 `ack_regression`, 400 `ack_beyond_head`, 404
+        `consumer_not_found`."""
         return checked(self._http.post(
             stream_path(run_id, stream_id, "consumers", consumer_id, "ack"),
             json={"sequence": sequence}))
 
     def close_stream(self, run_id: str, stream_id: str) -> dict[str, Any]:
+        """Close (idempotent): `{closed: true, head}`."""
         return checked(self._http.post(stream_path(run_id, stream_id, "close")))
 
     def subscribe_token(self, run_id: str, stream_id: str,
@@ -104,6 +106,7 @@ class RunnelClient:
 
     def browser_token(self, run_id: str, stream_id: str,
                       ttl_seconds: int | None = None) -> BrowserToken:
+        """A scoped read token for a browser and its subscribe URL (`BrowserToken`)."""
         grant = self.subscribe_token(run_id, stream_id, ttl_seconds)
         url = self._http.base_url.join(stream_path(run_id, stream_id, "subscribe"))
         return BrowserToken(grant["token"], grant["expires_at"],
@@ -112,6 +115,8 @@ class RunnelClient:
     def upload_object(self, run_id: str, stream_id: str, body: ObjectBody, *,
                       content_type: str = "application/octet-stream",
                       idempotency_key: str | None = None, schema: str | None = None) -> Record:
+        """Store a body (bytes, a path, a binary file) as an object record and return the
+        `Record`; as `AsyncRunnelClient.upload_object`."""
         measured = measure(body)
         try:
             prepared = checked(self._http.post(
@@ -130,6 +135,8 @@ class RunnelClient:
 
     def download_object(self, run_id: str, stream_id: str,
                         target: Record | str) -> Iterator[bytes]:
+        """An object record's body as chunks, checked against its size and digest at the
+        end (`RunnelError` `download_mismatch`)."""
         object_path = stream_path(run_id, stream_id, "objects", object_id_of(target))
         with self._http.stream("GET", object_path + "/body") as response:
             if not response.is_success:
@@ -162,99 +169,6 @@ class RunnelClient:
                ack_every: int = 1, wait_for_stream: bool = False,
                start: Literal["tail"] | None = None) -> Iterator[Record | LiveEvent]:
         """As `AsyncRunnelClient.follow` (the same options and rules)."""
-        return self._follow(run_id, stream_id, after, live, on_resync, state, token_provider,
-                            consumer, ack_every, wait_for_stream, start)
-
-    def _follow(self, run_id: str, stream_id: str, after: int, live: bool,
-                on_resync: ResyncHandler | None, state: FollowState | None,
-                token_provider: TokenSource | None, consumer: str | None, ack_every: int,
-                wait_for_stream: bool, start: str | None) -> Iterator[Record | LiveEvent]:
-        if consumer is not None or start is not None or wait_for_stream:
-            status = self._await_stream(run_id, stream_id, wait_for_stream)["status"]
-            after = start_cursor(status, state.cursor if state else after, consumer, start)
-        state = state or FollowState(after)
-        state.cursor = max(state.cursor, after)
-        acker = Acker(ack_every, state.cursor) if consumer is not None else None
-        path = stream_path(run_id, stream_id, "subscribe")
-        params = {"live": "true"} if live else {}
-        provider = BearerToken(token_provider) if token_provider is not None else None
-        renewable = provider is not None or self._auth.renewable
-        auth = BearerToken(provider.sync_token()) if provider else self._auth
-        attempt, fresh = 0, True
-        while True:
-            try:
-                with connect_sse(self._http, "GET", path, params=params, auth=auth,
-                                 headers=state.headers(), timeout=None) as source:
-                    if source.response.status_code != 200:
-                        source.response.read()
-                        if source.response.status_code >= 500:
-                            raise Unavailable
-                        error = problem_of(source.response)
-                        if error.status == 401 and renewable and not fresh:
-                            raise TokenExpired(state.cursor) from error
-                        if isinstance(error, ResyncRequired):
-                            raise error
-                        raise Refused(error, state.cursor)
-                    attempt, fresh = 0, False
-                    for event in source.iter_sse():
-                        item = state.accept(event.event, event.data)
-                        if item is None:
-                            continue
-                        yield item
-                        if acker is not None and isinstance(item, Record):
-                            self._ack_due(run_id, stream_id, consumer, acker,
-                                          acker.passed(item.sequence), state)
-            except Refused as refused:
-                raise refused.error from None
-            except StreamEnded:
-                if acker is not None:
-                    self._ack_due(run_id, stream_id, consumer, acker, acker.final(), state)
-                return
-            except TokenExpired:
-                if not renewable:
-                    raise
-                if provider is not None:
-                    auth = BearerToken(provider.sync_token())
-                fresh = True
-                state.token_refreshes += 1
-                continue  # resume at once from state.cursor, with a fresh token
-            except ResyncRequired as resync:
-                if on_resync is None:
-                    raise
-                state.cursor = on_resync(resync)
-            except (httpx.TransportError, Unavailable):
-                pass  # the server went away or is starting/stopping: reconnect
-            attempt += 1
-            state.reconnects += 1
-            time.sleep(backoff(attempt))
-
-    def _await_stream(self, run_id: str, stream_id: str, wait: bool) -> dict[str, Any]:
-        attempt = 0
-        while True:
-            try:
-                return self.get_stream(run_id, stream_id)
-            except RunnelError as error:
-                if not (wait and error.status == 404):
-                    raise
-            attempt += 1
-            time.sleep(backoff(attempt))
-
-    def _ack_due(self, run_id: str, stream_id: str, consumer: str | None, acker: Acker,
-                 sequence: int | None, state: FollowState) -> None:
-        if sequence is None or consumer is None:
-            return
-        try:
-            self.ack(run_id, stream_id, consumer, sequence)
-        except RunnelError as error:
-            if error.code == "ack_regression":  # another follower acked further: fine
-                acker.acked = sequence
-                return
-            if error.status < 500:
-                raise
-            state.ack_failures += 1
-            return
-        except httpx.TransportError:
-            state.ack_failures += 1
-            return
-        acker.acked = sequence
-        state.acks += 1
+        return follow_sync(self, self._http, self._auth, run_id, stream_id, after, live,
+                           on_resync, state, token_provider, consumer, ack_every,
+                           wait_for_stream, start)
