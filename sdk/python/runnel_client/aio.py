@@ -24,6 +24,7 @@ from runnel_client.follow_async import follow_async
 from runnel_client.following import FollowState, ResyncHandler
 from runnel_client.handles import AsyncStream
 from runnel_client.objects import DownloadCheck, ObjectBody, measure, object_id_of, prepare_body
+from runnel_client.producer import Producer
 from runnel_client.wire import (
     BrowserToken,
     LiveEvent,
@@ -37,7 +38,6 @@ from runnel_client.wire import (
 )
 
 if TYPE_CHECKING:
-    from runnel_client.producer import Producer
     from runnel_client.retrying import RetryPolicy
 
 TokenProvider = TokenSource
@@ -73,7 +73,6 @@ class AsyncRunnelClient:
                  retry: RetryPolicy | None = None) -> Producer:
         """An idempotent, batching, retrying writer of the stream (`runnel_client.producer`:
         keys `<key_prefix>:<n>` from `start`, raises `AppendFailed` when it gives up)."""
-        from runnel_client.producer import Producer
         return Producer(self, run_id, stream_id, key_prefix=key_prefix, start=start,
                         linger_seconds=linger_seconds, max_batch_bytes=max_batch_bytes,
                         retry=retry)
