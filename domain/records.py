@@ -15,6 +15,9 @@ from domain.redaction import redact
 from domain.text import is_storable
 
 INLINE_MAX_BYTES = 64 * 1024
+INLINE_TOO_LARGE = (f"inline record exceeds {INLINE_MAX_BYTES} bytes: send a larger body as an "
+                    "object (POST …/objects, PUT its upload_url, POST …/commit; the SDK's "
+                    "upload_object does all three)")
 OBJECT_MAX_BYTES = 32 * 1024 * 1024
 IDEMPOTENCY_KEY_MAX = 200
 BASE64_REGEX = "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
@@ -77,7 +80,7 @@ def draft_from_wire(item: Any, mask: tuple[str, ...]) -> Draft:
     if not isinstance(encoded, str):
         raise InvalidRecord("data must be a base64 string")
     if len(encoded) > (INLINE_MAX_BYTES * 4) // 3 + 4:
-        raise TooLarge(f"inline record exceeds {INLINE_MAX_BYTES} bytes", limit=INLINE_MAX_BYTES)
+        raise TooLarge(INLINE_TOO_LARGE, limit=INLINE_MAX_BYTES)
     if _BASE64.fullmatch(encoded) is None:
         raise InvalidRecord("data is not valid base64", field="data")
     try:
@@ -101,5 +104,4 @@ def draft_for_object(ref: ObjectRef) -> Draft:
 
 def _check_inline(size: int) -> None:
     if size > INLINE_MAX_BYTES:
-        raise TooLarge(f"inline record exceeds {INLINE_MAX_BYTES} bytes", limit=INLINE_MAX_BYTES,
-                       size=size)
+        raise TooLarge(INLINE_TOO_LARGE, limit=INLINE_MAX_BYTES, size=size)

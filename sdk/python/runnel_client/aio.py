@@ -1,19 +1,34 @@
-"""The asynchronous client."""
+"""The asynchronous client.
+
+Shapes: a record submitted is a dict, `{"payload": <JSON>}` or `{"data": <base64>,
+"content_type": …}`, with an optional `idempotency_key`; what comes back is a `Record`.
+The cursor rule, everywhere: a cursor `c` is the last sequence seen, a read or follow
+from `c` returns `sequence > c` ascending, each once; `0` is the beginning.
+Every method raises `RunnelError` (its `status` and `code` are the server's problem) for
+a refusal, `TokenExpired` / `Unauthenticated` for a 401, and `httpx.TransportError` when
+the server cannot be reached (a producer and a follower retry those themselves).
+"""
 
 from __future__ import annotations
 
 import asyncio
-import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import httpx
-from httpx_sse import aconnect_sse
 
-from runnel_client.errors import BackpressureError, ResyncRequired, TokenExpired
-from runnel_client.following import FollowState, StreamEnded, Unavailable, backoff
+from runnel_client.auth import BearerToken, TokenSource
+from runnel_client.batching import DEFAULT_BATCH_BYTES
+from runnel_client.errors import BackpressureError
+from runnel_client.follow_async import follow_async
+from runnel_client.following import FollowState, ResyncHandler
+from runnel_client.handles import AsyncStream
+from runnel_client.objects import DownloadCheck, ObjectBody, measure, object_id_of, prepare_body
+from runnel_client.producer import Producer
 from runnel_client.wire import (
+    BrowserToken,
     LiveEvent,
+    ReadPage,
     Record,
     checked,
     problem_of,
@@ -22,23 +37,22 @@ from runnel_client.wire import (
     stream_path,
 )
 
-ResyncHandler = Callable[[ResyncRequired], int]
-TokenProvider = Callable[[], str | Awaitable[str]]
+if TYPE_CHECKING:
+    from runnel_client.retrying import RetryPolicy
+
+TokenProvider = TokenSource
 """Returns a fresh token (an API token, or a subscribe token of the stream followed)."""
 
 
-async def _fresh_token(provider: TokenProvider) -> str:
-    token = provider()
-    return await token if inspect.isawaitable(token) else token
-
-
 class AsyncRunnelClient:
-    """Producer and reader API over HTTP. Append honours 429 `Retry-After` with bounded retries."""
+    """Producer and reader API over HTTP. `token` is a string or a callable (sync or
+    async) asked for every request and every reconnect (`runnel_client.auth`)."""
 
-    def __init__(self, base_url: str, token: str, *, max_backpressure_retries: int = 5,
+    def __init__(self, base_url: str, token: TokenSource, *, max_backpressure_retries: int = 5,
                  timeout: float = 30.0, http: httpx.AsyncClient | None = None) -> None:
         self._http = http or httpx.AsyncClient(base_url=base_url, timeout=timeout)
-        self._http.headers["Authorization"] = f"Bearer {token}"
+        self._auth = BearerToken(token)
+        self._http.auth = self._auth
         self._retries = max_backpressure_retries
 
     async def __aenter__(self) -> AsyncRunnelClient:
@@ -50,42 +64,72 @@ class AsyncRunnelClient:
     async def aclose(self) -> None:
         await self._http.aclose()
 
+    def stream(self, run_id: str, stream_id: str) -> AsyncStream:
+        """A handle on one stream: the methods below without the two ids."""
+        return AsyncStream(self, run_id, stream_id)
+
+    def producer(self, run_id: str, stream_id: str, *, key_prefix: str, start: int = 0,
+                 linger_seconds: float = 0.02, max_batch_bytes: int = DEFAULT_BATCH_BYTES,
+                 retry: RetryPolicy | None = None) -> Producer:
+        """An idempotent, batching, retrying writer of the stream (`runnel_client.producer`:
+        keys `<key_prefix>:<n>` from `start`, raises `AppendFailed` when it gives up)."""
+        return Producer(self, run_id, stream_id, key_prefix=key_prefix, start=start,
+                        linger_seconds=linger_seconds, max_batch_bytes=max_batch_bytes,
+                        retry=retry)
+
     async def create_stream(self, run_id: str, definition: dict[str, Any]) -> dict[str, Any]:
+        """Create (or identically re-create) a stream from its definition (`stream_id` and
+        `content_class` required); returns `{run_id, stream_id, definition, status,
+        created_at}`. 409 `definition_conflict` for a different definition."""
         return checked(await self._http.post(run_path(run_id, "streams"), json=definition))
 
     async def get_stream(self, run_id: str, stream_id: str) -> dict[str, Any]:
+        """The definition and status, `{…, status: {head, earliest, closed, legal_hold,
+        consumers: {id: acked}}}`; 404 `not_found`."""
         return checked(await self._http.get(stream_path(run_id, stream_id)))
 
-    async def append(self, run_id: str, stream_id: str,
-                     records: list[dict[str, Any]]) -> dict[str, Any]:
-        """Append a batch; retried on backpressure (same body, so idempotency keys hold)."""
-        for attempt in range(self._retries + 1):
+    async def append(self, run_id: str, stream_id: str, records: list[dict[str, Any]], *,
+                     backpressure_retries: int | None = None) -> dict[str, Any]:
+        """Append a batch (1–1000 records) in one transaction; returns `{sequences, head}`
+        (a used idempotency key answers its original sequence). A 429 is retried after its
+        `Retry-After` up to `backpressure_retries` times (the client's setting by default;
+        the same body, so keys hold), then `BackpressureError`. 409 `stream_closed` /
+        `quota_exhausted`, 413 `too_large` (a record above 64 KiB: `upload_object`)."""
+        retries = self._retries if backpressure_retries is None else backpressure_retries
+        for attempt in range(retries + 1):
             response = await self._http.post(stream_path(run_id, stream_id, "records"),
                                              json=records_body(records))
-            if response.status_code != 429 or attempt == self._retries:
+            if response.status_code != 429 or attempt == retries:
                 return checked(response)
             error = problem_of(response)
-            delay = error.retry_after if isinstance(error, BackpressureError) else 1.0
-            await asyncio.sleep(delay)
+            await asyncio.sleep(error.retry_after if isinstance(error, BackpressureError) else 1.0)
         raise AssertionError("unreachable")
 
     async def read(self, run_id: str, stream_id: str, after: int = 0,
-                   limit: int = 100) -> dict[str, Any]:
-        return checked(await self._http.get(stream_path(run_id, stream_id, "records"),
-                                            params={"after": after, "limit": limit}))
+                   limit: int = 100) -> ReadPage:
+        """One page of records with `sequence > after` (`limit` 1–1000); read on from
+        `page.next_cursor`. 400 `future_cursor` past the head; `ResyncRequired` (410) when
+        retention removed `after + 1`."""
+        return ReadPage.from_wire(checked(await self._http.get(
+            stream_path(run_id, stream_id, "records"), params={"after": after, "limit": limit})))
 
     async def ack(self, run_id: str, stream_id: str, consumer_id: str,
                   sequence: int) -> dict[str, Any]:
+        """Acknowledge a declared consumer up to `sequence`; returns `{consumer_id, acked}`.
+        409 `ack_regression` below its current ack, 400 `ack_beyond_head`, 404
+        `consumer_not_found` for an undeclared one."""
         return checked(await self._http.post(
             stream_path(run_id, stream_id, "consumers", consumer_id, "ack"),
             json={"sequence": sequence}))
 
     async def close_stream(self, run_id: str, stream_id: str) -> dict[str, Any]:
+        """Close the stream (idempotent): `{closed: true, head}`; followers end after head."""
         return checked(await self._http.post(stream_path(run_id, stream_id, "close")))
 
     async def publish_live(self, run_id: str, stream_id: str, chunks: list[Any],
                            source: str | None = None, attempt: int | None = None,
                            index: int | None = None) -> dict[str, Any]:
+        """Publish best-effort live chunks (stored nowhere): `{accepted: n}`."""
         body: dict[str, Any] = {"chunks": chunks}
         for name, value in (("source", source), ("attempt", attempt), ("index", index)):
             if value is not None:
@@ -100,67 +144,111 @@ class AsyncRunnelClient:
         return checked(await self._http.post(
             stream_path(run_id, stream_id, "subscribe-token"), json=body))
 
-    async def follow(self, run_id: str, stream_id: str, after: int = 0, *, live: bool = False,
-                     on_resync: ResyncHandler | None = None,
-                     state: FollowState | None = None,
-                     token_provider: TokenProvider | None = None,
-                     ) -> AsyncIterator[Record | LiveEvent]:
-        """Every record above `after`, once, in order, across reconnects; ends when the
-        stream is closed. On resync, `on_resync` returns the cursor to go on from;
-        without it `ResyncRequired` is raised.
+    async def browser_token(self, run_id: str, stream_id: str,
+                            ttl_seconds: int | None = None) -> BrowserToken:
+        """For a backend: a scoped, short-lived read token to hand a browser, with the
+        subscribe URL that takes it (`BrowserToken`). 403/404 when this client may not
+        follow the stream; 422 for a `ttl_seconds` outside 1–300."""
+        grant = await self.subscribe_token(run_id, stream_id, ttl_seconds)
+        url = self._http.base_url.join(stream_path(run_id, stream_id, "subscribe"))
+        return BrowserToken(grant["token"], grant["expires_at"],
+                            str(url.copy_merge_params({"access_token": grant["token"]})))
 
-        With `live=True` the best-effort live chunks published while following come as
-        `LiveEvent`s, under the two-layer rules (ADR 0019, `runnel_client.layers`): a record
-        names its step by its `idempotency_key` (`Record.step`); once it arrived, no
-        live chunk whose `source` is that step is yielded any more, and a reader showing
-        the step's live text drops it. A chunk of an attempt below the newest seen for
-        its source is not yielded; the first chunk of a newer attempt has
-        `supersedes=True` (drop the earlier attempt's text). `LiveText` keeps what to
-        show; `state.live_dropped` counts what the rules dropped.
+    async def upload_object(self, run_id: str, stream_id: str, body: ObjectBody, *,
+                            content_type: str = "application/octet-stream",
+                            idempotency_key: str | None = None,
+                            schema: str | None = None) -> Record:
+        """Store a large body (bytes, a path, or a binary file; ≤ 32 MiB) as an object
+        record: prepare with its size and SHA-256, stream the upload, commit; returns the
+        committed `Record` (`record.object` has `object_id`, `size`, `sha256`, `href`).
+        Safe to repeat (`runnel_client.objects`). 413 `too_large`, 422
+        `digest_mismatch` / `size_mismatch` if the body changed while it was sent."""
+        measured = await asyncio.to_thread(measure, body)
+        try:
+            prepared = checked(await self._http.post(
+                stream_path(run_id, stream_id, "objects"),
+                json=prepare_body(measured, content_type, idempotency_key, schema)))
+            object_path = stream_path(run_id, stream_id, "objects", prepared["object_id"])
+            if prepared.get("state") == "prepared":
+                checked(await self._http.put(
+                    object_path + "/body", content=_chunks(measured.chunks()),
+                    headers={"Content-Length": str(measured.size),
+                             "Content-Type": "application/octet-stream"}))
+            sequence = int(checked(await self._http.post(object_path + "/commit"))["sequence"])
+        finally:
+            measured.close()
+        return (await self.read(run_id, stream_id, after=sequence - 1, limit=1)).records[0]
 
-        The server ends a subscription when its token expires (ADR 0023). With a
-        `token_provider` (sync or async, returning an API token or a subscribe token of
-        this stream, e.g. from `subscribe_token`), the follower subscribes with its
-        tokens, and when one expired it takes a fresh one and resumes at once from the
-        last sequence, losing and repeating nothing (`state.token_refreshes` counts
-        them). Without one, it uses the client's token and raises `TokenExpired`."""
-        state = state or FollowState(after)
-        path = stream_path(run_id, stream_id, "subscribe")
-        params = {"live": "true"} if live else {}
-        attempt = 0
-        token = await _fresh_token(token_provider) if token_provider is not None else None
-        fresh = True
-        while True:
-            try:
-                async with aconnect_sse(self._http, "GET", path, params=params,
-                                        headers=state.headers(token), timeout=None) as source:
-                    if source.response.status_code != 200:
-                        await source.response.aread()
-                        if source.response.status_code >= 500:
-                            raise Unavailable
-                        error = problem_of(source.response)
-                        if error.status == 401 and token_provider is not None and not fresh:
-                            raise TokenExpired(state.cursor) from error
-                        raise error
-                    attempt, fresh = 0, False
-                    async for event in source.aiter_sse():
-                        item = state.accept(event.event, event.data)
-                        if item is not None:
-                            yield item
-            except StreamEnded:
-                return
-            except TokenExpired:
-                if token_provider is None:
-                    raise
-                token, fresh = await _fresh_token(token_provider), True
-                state.token_refreshes += 1
-                continue  # resume at once from state.cursor, with the fresh token
-            except ResyncRequired as resync:
-                if on_resync is None:
-                    raise
-                state.cursor = on_resync(resync)
-            except (httpx.TransportError, Unavailable):
-                pass  # the server went away or is starting/stopping: reconnect
-            attempt += 1
-            state.reconnects += 1
-            await asyncio.sleep(backoff(attempt))
+    async def download_object(self, run_id: str, stream_id: str,
+                              target: Record | str) -> AsyncIterator[bytes]:
+        """The body of an object record (the `Record` or its `object_id`), as chunks,
+        checked against its size and digest at the end (`download_mismatch`)."""
+        object_path = stream_path(run_id, stream_id, "objects", object_id_of(target))
+        async with self._http.stream("GET", object_path + "/body") as response:
+            if not response.is_success:
+                await response.aread()
+                raise problem_of(response)
+            check = DownloadCheck(_int(response.headers.get("Content-Length")),
+                                  response.headers.get("X-Content-SHA256"))
+            async for chunk in response.aiter_bytes():
+                yield check.update(chunk)
+            check.finish()
+
+    @overload
+    def follow(self, run_id: str, stream_id: str, after: int = 0, *,
+               live: Literal[False] = False, on_resync: ResyncHandler | None = None,
+               state: FollowState | None = None, token_provider: TokenProvider | None = None,
+               consumer: str | None = None, ack_every: int = 1, wait_for_stream: bool = False,
+               start: Literal["tail"] | None = None) -> AsyncIterator[Record]: ...
+
+    @overload
+    def follow(self, run_id: str, stream_id: str, after: int = 0, *,
+               live: bool, on_resync: ResyncHandler | None = None,
+               state: FollowState | None = None, token_provider: TokenProvider | None = None,
+               consumer: str | None = None, ack_every: int = 1, wait_for_stream: bool = False,
+               start: Literal["tail"] | None = None) -> AsyncIterator[Record | LiveEvent]: ...
+
+    def follow(self, run_id: str, stream_id: str, after: int = 0, *, live: bool = False,
+               on_resync: ResyncHandler | None = None, state: FollowState | None = None,
+               token_provider: TokenProvider | None = None, consumer: str | None = None,
+               ack_every: int = 1, wait_for_stream: bool = False,
+               start: Literal["tail"] | None = None) -> AsyncIterator[Record | LiveEvent]:
+        """Every record above the cursor, once, in order, across reconnects (with
+        `Last-Event-ID`) and server restarts; ends when the stream is closed and every
+        record was yielded. `live=False` yields `Record`s only.
+
+        Where it starts: `after` (or `state.cursor`); with `consumer="ui"` the
+        consumer's acked sequence, if higher, and it acks the consumer as it goes, every
+        `ack_every` records the caller is done with (it asked for the next item) and at
+        the end, so a restarted follower goes on where the last one stopped, losing
+        nothing (repeating at most `ack_every` records); `start="tail"` starts at the
+        head, skipping the history. `wait_for_stream=True` waits (backing off up to
+        5 s) for a stream that does not exist yet instead of raising 404.
+
+        On resync (410), `on_resync` returns the cursor to go on from; without it
+        `ResyncRequired` is raised. With `live=True` the best-effort live chunks come as
+        `LiveEvent`s under the two-layer rules (ADR 0019, `runnel_client.layers`).
+
+        The server ends a subscription when its token expires (ADR 0023): with a
+        `token_provider`, or a callable client token, the follower takes a fresh token
+        and resumes at once from its cursor (`state.token_refreshes`); with a string
+        token it raises `TokenExpired` (`last_sequence` is the cursor). A fresh token
+        refused at once raises `Unauthenticated`; other refusals (403, 404) are raised,
+        transport errors and 5xx reconnect after a jittered backoff."""
+        return follow_async(self, self._http, self._auth, run_id, stream_id, after, live,
+                            on_resync, state, token_provider, consumer, ack_every,
+                            wait_for_stream, start)
+
+
+
+async def _chunks(chunks: Any) -> AsyncIterator[bytes]:
+    """A blocking chunk iterator read off the event loop."""
+    while True:
+        chunk = await asyncio.to_thread(next, chunks, b"")
+        if not chunk:
+            return
+        yield chunk
+
+
+def _int(value: str | None) -> int | None:
+    return int(value) if value is not None and value.isdigit() else None

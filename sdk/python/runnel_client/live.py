@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from typing import Any, Protocol
 
 QUEUE_LIMIT = 256
+log = logging.getLogger("runnel_client.live")
 
 
 class LiveSink(Protocol):
@@ -19,11 +21,18 @@ class LivePublisher:
     """`publish()` never blocks and never raises: a background task sends every chunk
     waiting in its queue (at most 256) as one request; when the queue is full a chunk
     is dropped and counted. Failed sends are counted too, never retried: live chunks
-    are best effort by definition, the durable records are the answer."""
+    are best effort by definition, the durable records are the answer.
+
+    A failure is not silent: `last_error` holds the latest one, and the first failure
+    of a publisher logs one warning (`runnel_client.live`); later ones only count. A
+    `sink` without an async `publish_live` is refused at once (`TypeError`)."""
 
     def __init__(self, sink: LiveSink, run_id: str, stream_id: str, *,
                  source: str | None = None, attempt: int | None = None,
                  queue_limit: int = QUEUE_LIMIT) -> None:
+        if not callable(getattr(sink, "publish_live", None)):
+            raise TypeError(f"{type(sink).__name__} has no publish_live: give LivePublisher "
+                            "an AsyncRunnelClient (or a stream handle's client)")
         self._sink = sink
         self._run_id = run_id
         self._stream_id = stream_id
@@ -36,6 +45,7 @@ class LivePublisher:
         self.dropped = 0
         self.failed = 0
         self.requests = 0
+        self.last_error: Exception | None = None
 
     async def __aenter__(self) -> LivePublisher:
         self.start()
@@ -77,7 +87,11 @@ class LivePublisher:
                                               source=self._source, attempt=self._attempt,
                                               index=self._next_index)
                 self.sent += len(burst)
-            except Exception:  # best effort: a failed burst is counted, never raised
+            except Exception as error:  # best effort: a failed burst is counted, never raised
+                if self.last_error is None:
+                    log.warning("live chunks to %s/%s are failing (counted, not retried): %s",
+                                self._run_id, self._stream_id, error)
+                self.last_error = error
                 self.failed += len(burst)
             finally:
                 self.requests += 1

@@ -81,6 +81,39 @@ class LiveEvent:
         return seq if isinstance(seq, int) else None
 
 
+@dataclass(frozen=True)
+class ReadPage:
+    """One page of `read()`: `records` with `sequence > after`, ascending, dense. Read on
+    from `next_cursor` (the last sequence of the page, or `after` for an empty page);
+    `head` is the stream's last sequence, `earliest` its oldest retained one, `closed`
+    whether more can come."""
+
+    records: list[Record]
+    next_cursor: int
+    head: int
+    earliest: int
+    closed: bool
+
+    @classmethod
+    def from_wire(cls, body: dict[str, Any]) -> ReadPage:
+        return cls(records=[Record.from_wire(item) for item in body["records"]],
+                   next_cursor=int(body["next_cursor"]), head=int(body["head"]),
+                   earliest=int(body["earliest"]), closed=bool(body["closed"]))
+
+
+@dataclass(frozen=True)
+class BrowserToken:
+    """A read-only token of one stream for a browser's `EventSource` (ADR 0023): it
+    subscribes to that stream only, for `ttl_seconds` at most 300, never past the
+    backend's own token. `subscribe_url` is the stream's subscribe URL with the token in
+    `?access_token=` (add `&live=true` for live chunks; the browser's `EventSource`
+    sends `Last-Event-ID` itself when it reconnects)."""
+
+    token: str
+    expires_at: str
+    subscribe_url: str
+
+
 def stream_path(run_id: str, stream_id: str, *rest: str) -> str:
     parts = [API_PREFIX, "runs", quote(run_id, safe=""), "streams", quote(stream_id, safe="")]
     return "/".join([*parts, *rest])
@@ -112,7 +145,10 @@ def problem_of(response: httpx.Response) -> RunnelError:
             raise ValueError
     except (ValueError, json.JSONDecodeError):
         problem = {"code": "http_error", "detail": response.text[:200]}
-    return error_from_response(response.status_code, problem, retry_after_seconds(response))
+    error = error_from_response(response.status_code, problem, retry_after_seconds(response))
+    if "Retry-After" in response.headers:
+        error.retry_after = retry_after_seconds(response)
+    return error
 
 
 def records_body(records: list[dict[str, Any]]) -> dict[str, Any]:
