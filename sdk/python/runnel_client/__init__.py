@@ -7,7 +7,6 @@ from runnel_client.following import FollowState
 from runnel_client.layers import LiveText
 from runnel_client.live import LivePublisher
 from runnel_client.sync import RunnelClient
-from runnel_client.testing import InMemoryRunnel
 from runnel_client.webhooks import InputWebhook, WebhookVerificationError, verify_webhook
 from runnel_client.wire import LiveEvent, Record
 
@@ -15,7 +14,6 @@ __all__ = [
     "AsyncRunnelClient",
     "BackpressureError",
     "FollowState",
-    "InMemoryRunnel",
     "InputWebhook",
     "LiveEvent",
     "LivePublisher",
