@@ -24,12 +24,17 @@ Rules:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
 import httpx
-from litestar.types import ASGIApp, Message
+from litestar.types import ASGIApp
+
+Message = dict[str, Any]
+_App = Callable[[Message, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]],
+                Awaitable[None]]
+"""An ASGI application, its messages taken as plain dicts."""
 
 DISCONNECT_GRACE_SECONDS = 5.0
 CLIENT = ("127.0.0.1", 40000)
@@ -46,7 +51,7 @@ class ResponseBody:
         self.left = asyncio.Event()
         """Set when the reader closed the response."""
         self.complete = False
-        self.task: asyncio.Task[None] | None = None
+        self.task: asyncio.Future[None] | None = None
 
     async def put(self, chunk: bytes, more: bool) -> None:
         if self.left.is_set():
@@ -94,15 +99,15 @@ class InProcessApp:
     """Serves requests to `app` on the running loop; `running()` holds its lifespan."""
 
     def __init__(self, app: ASGIApp) -> None:
-        self._app = app
-        self._requests: set[asyncio.Task[None]] = set()
+        self._app = cast(_App, app)
+        self._requests: set[asyncio.Future[None]] = set()
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[InProcessApp]:
         inbox: asyncio.Queue[Message] = asyncio.Queue()
         outbox: asyncio.Queue[Message] = asyncio.Queue()
-        scope: Any = {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}
-        lifespan = asyncio.create_task(self._app(scope, inbox.get, outbox.put))  # type: ignore[arg-type]
+        scope: Message = {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}
+        lifespan = asyncio.ensure_future(self._app(scope, inbox.get, outbox.put))
         await inbox.put({"type": "lifespan.startup"})
         await _expect(outbox, lifespan, "lifespan.startup.complete")
         try:
@@ -116,7 +121,7 @@ class InProcessApp:
     async def request(self, method: str, url: httpx.URL, headers: list[tuple[bytes, bytes]],
                       content: bytes) -> tuple[int, list[tuple[bytes, bytes]], ResponseBody]:
         """Start one request; returns once the application began its response."""
-        scope: Any = {
+        scope: Message = {
             "type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"},
             "http_version": "1.1", "method": method, "scheme": url.scheme,
             "path": url.path, "raw_path": url.raw_path.split(b"?")[0],
@@ -142,7 +147,7 @@ class InProcessApp:
             elif message["type"] == "http.response.body":
                 await body.put(message.get("body", b""), message.get("more_body", False))
 
-        body.task = asyncio.create_task(self._app(scope, receive, send))  # type: ignore[arg-type]
+        body.task = asyncio.ensure_future(self._app(scope, receive, send))
         self._requests.add(body.task)
         body.task.add_done_callback(lambda task: self._finished(task, body, started))
         try:
@@ -152,7 +157,7 @@ class InProcessApp:
             raise
         return status, response_headers, body
 
-    def _finished(self, task: asyncio.Task[None], body: ResponseBody,
+    def _finished(self, task: asyncio.Future[None], body: ResponseBody,
                   started: asyncio.Future[Any]) -> None:
         self._requests.discard(task)
         error = None if task.cancelled() else task.exception()
@@ -171,10 +176,11 @@ class InProcessApp:
         await asyncio.gather(*requests, return_exceptions=True)
 
 
-async def _expect(outbox: asyncio.Queue[Message], lifespan: asyncio.Task[None],
+async def _expect(outbox: asyncio.Queue[Message], lifespan: asyncio.Future[None],
                   wanted: str) -> None:
     got = asyncio.ensure_future(outbox.get())
-    await asyncio.wait({got, lifespan}, return_when=asyncio.FIRST_COMPLETED)
+    waits: set[asyncio.Future[Any]] = {got, lifespan}
+    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
     if not got.done():
         got.cancel()
         lifespan.result()

@@ -19,7 +19,7 @@ import asyncio
 import concurrent.futures
 import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, contextmanager
 from typing import Any, TypeVar
 
 import httpx
@@ -77,6 +77,15 @@ async def _cancel_the_rest() -> None:
     await asyncio.gather(*rest, return_exceptions=True)
 
 
+@contextmanager
+def _cut_when_closed() -> Iterator[None]:
+    """A body being read when the node closed was cut mid-way, as by a server going away."""
+    try:
+        yield
+    except NodeClosed as closed:
+        raise httpx.RemoteProtocolError("the in-memory Runnel closed mid-response") from closed
+
+
 def _wire_headers(request: httpx.Request) -> list[tuple[bytes, bytes]]:
     return [(name.lower(), value) for name, value in request.headers.raw]
 
@@ -111,8 +120,9 @@ class _AsyncBody(httpx.AsyncByteStream):
         self._body = body
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        while (chunk := await self._face._across(self._body.next_chunk())) is not None:
-            yield chunk
+        with _cut_when_closed():
+            while (chunk := await self._face._across(self._body.next_chunk())) is not None:
+                yield chunk
 
     async def aclose(self) -> None:
         if not self._face._thread.closed:
@@ -140,8 +150,9 @@ class _SyncBody(httpx.SyncByteStream):
         self._body = body
 
     def __iter__(self) -> Iterator[bytes]:
-        while (chunk := _result(self._thread.submit(self._body.next_chunk()))) is not None:
-            yield chunk
+        with _cut_when_closed():
+            while (chunk := _result(self._thread.submit(self._body.next_chunk()))) is not None:
+                yield chunk
 
     def close(self) -> None:
         if not self._thread.closed:
