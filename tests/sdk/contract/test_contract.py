@@ -83,6 +83,8 @@ async def _events(target: Target, path: str, *, headers: dict[str, str] | None =
         assert source.response.status_code == 200, await source.response.aread()
         assert source.response.headers["content-type"].startswith("text/event-stream")
         async for event in source.aiter_sse():
+            if not event.data:
+                continue  # a `: ping` (httpx-sse yields it after an event with an id)
             frames.append((event.event, event.id or None, json.loads(event.data)
                            if event.data else None))
             if event.event == "end" or sum(f[0] == "record" for f in frames) >= until:

@@ -79,7 +79,8 @@ async def _script(target: Target, run_id: str) -> list[Any]:
         async with aconnect_sse(http, "GET", f"{stream}/subscribe",
                                 headers={"Last-Event-ID": "2"}) as source:
             frames = [(event.event, event.id, _masked(json.loads(event.data)))
-                      async for event in source.aiter_sse()]
+                      async for event in source.aiter_sse()
+                      if event.data]  # not a `: ping`
         transcript.append(("subscribe", source.response.status_code, frames))
     return transcript
 
