@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from httpx_sse import aconnect_sse
-from runnel_client import BackpressureError, Record, RunnelError
+from runnel_client import BackpressureError, LiveEvent, LivePublisher, Record, RunnelError
 
 from tests.http.support import GUARD_SECONDS, assert_problem
 from tests.sdk.contract.conftest import Target
@@ -227,3 +227,50 @@ async def test_the_sync_face_appends_reads_and_follows(target: Target, run_id: s
 
     assert await asyncio.wait_for(asyncio.to_thread(produce_and_follow),
                                   GUARD_SECONDS) == [1, 2]
+
+
+async def test_live_chunks_reach_live_followers_under_the_two_layer_rules(
+        target: Target, run_id: str) -> None:
+    async with target.async_client() as runnel:
+        await runnel.create_stream(run_id, DEFINITION)
+        await runnel.append(run_id, "s", [{"payload": "start"}])
+        live = Collector(runnel.follow(run_id, "s", live=True))
+        plain = Collector(runnel.follow(run_id, "s"))
+        # Each is following once its first record came (a chunk before could be dropped).
+        await asyncio.gather(live.wait_for(lambda items: len(items) >= 1),
+                             plain.wait_for(lambda items: len(items) >= 1))
+        async with LivePublisher(runnel, run_id, "s", source="turn", attempt=1) as publisher:
+            publisher.publish("Hel")
+            publisher.publish("lo")
+        await live.wait_for(lambda items: len(items) >= 3)
+        await runnel.append(run_id, "s", [{"payload": "Hello", "idempotency_key": "turn"}])
+        await live.wait_for(lambda items: len(items) >= 4)
+        await runnel.publish_live(run_id, "s", ["late"], source="turn", attempt=1, index=2)
+        await runnel.close_stream(run_id, "s")
+        items = await live.finished()
+        assert [type(item) for item in await plain.finished()] == [Record, Record]
+    chunks = [(item.chunk, item.source, item.attempt, item.index) for item in items
+              if isinstance(item, LiveEvent)]
+    assert chunks == [("Hel", "turn", 1, 0), ("lo", "turn", 1, 1)]  # "late" was dropped
+    assert [item.step for item in items if isinstance(item, Record)] == [None, "turn"]
+
+
+async def test_a_best_effort_stream_stores_nothing_and_delivers_live(target: Target,
+                                                                    run_id: str) -> None:
+    async with target.async_client() as runnel:
+        await runnel.create_stream(run_id, {**DEFINITION, "consumers": [],
+                                            "mode": "best_effort"})
+        follower = Collector(runnel.follow(run_id, "s"))
+        async with asyncio.timeout(GUARD_SECONDS):
+            while not follower.items:  # until the follower is registered, chunks may drop
+                assert await runnel.append(run_id, "s", [{"payload": "ping"}]) == {
+                    "accepted": 1}
+                await asyncio.sleep(0.05)
+        assert await runnel.append(run_id, "s", [{"payload": 1}, {"payload": 2}]) == {
+            "accepted": 2}
+        items = await follower.wait_for(
+            lambda items: [i.chunk for i in items if isinstance(i, LiveEvent)][-2:] == [1, 2])
+        await follower.stop()
+        assert all(isinstance(item, LiveEvent) for item in items)
+        page = await runnel.read(run_id, "s")
+        assert (page["head"], page["records"]) == (0, [])
