@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
@@ -20,14 +21,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from entrypoints.testing import InMemoryRunnel
 from tests.http.server import RunnelServer, token
 from tests.http.support import GUARD_SECONDS, append, create_stream
 
 
-@pytest_asyncio.fixture
-async def proxy(server: RunnelServer) -> AsyncIterator[str]:
-    """A Starlette app whose route follows a stream with the backend's own token."""
-    runnel = AsyncRunnelClient(server.url, token())
+@asynccontextmanager
+async def serving_proxy(runnel: AsyncRunnelClient) -> AsyncIterator[str]:
+    """A Starlette app under uvicorn whose route follows a stream with `runnel`'s token."""
 
     async def events(request: Request) -> Response:
         return await follow_response(runnel, request, request.path_params["run_id"],
@@ -47,7 +48,13 @@ async def proxy(server: RunnelServer) -> AsyncIterator[str]:
     finally:
         web.should_exit = True
         await serving
-        await runnel.aclose()
+
+
+@pytest_asyncio.fixture
+async def proxy(server: RunnelServer) -> AsyncIterator[str]:
+    async with AsyncRunnelClient(server.url, token()) as runnel, \
+            serving_proxy(runnel) as url:
+        yield url
 
 
 async def frames(url: str, *, headers: dict[str, str] | None = None,
@@ -134,3 +141,22 @@ async def test_the_proxy_refuses_a_bad_cursor_and_an_unknown_stream(
         assert missing.status_code == 404
         assert missing.headers["content-type"].startswith("application/problem+json")
         assert missing.json()["code"] == "not_found"
+
+
+async def test_a_browser_that_leaves_ends_the_proxys_subscription() -> None:
+    """One subscription per principal: the browser's second visit is served only if the
+    proxy's subscription of its first visit ended when the browser left."""
+    async with InMemoryRunnel(max_subscriptions_per_principal=1) as node, \
+            node.async_client() as runnel, serving_proxy(runnel) as proxy:
+        await runnel.create_stream("r", {"stream_id": "s", "content_class": "output.text"})
+        await runnel.append("r", "s", [{"payload": 1}])
+        url = f"{proxy}/events/r/s"
+        assert [kind for kind, _ in await frames(url, records=1)] == ["record"]
+        async with asyncio.timeout(GUARD_SECONDS):
+            while True:  # the slot is released as the proxied request ends
+                again = await frames(url, records=1)
+                if again[0][0] == "record":
+                    break
+                assert again == [("end", ("", {"reason": "error",
+                                               "code": "too_many_subscriptions"}))]
+                await asyncio.sleep(0.05)
