@@ -165,6 +165,8 @@ def operation_handlers() -> list[Any]:
                        503: problems(503)[503]})(operations.readyz),
         get("/", summary="The web viewer", tags=["operations"], media_type="text/html",
             include_in_schema=False)(viewer.viewer),
+        get("/runnel.js", summary="The browser follower (ES module)", tags=["operations"],
+            media_type="text/javascript", include_in_schema=False)(viewer.runnel_js),
         get("/metrics", summary="Prometheus metrics", tags=["operations"],
             media_type="text/plain")(operations.metrics_text),
     ]

@@ -1,7 +1,10 @@
-"""The web viewer at `/`, in headless Chromium (Debian's `/usr/bin/chromium`, driven by
-Playwright with `executable_path`; `make browser` installs it): it shows records appended
-after it opened, and after the server restarts it resumes with no gap and no repeat; it
-shows a step's live text until the step's stored record arrives (ADR 0019)."""
+"""The web viewer at `/` and the browser follower it uses, `/runnel.js`, in headless Chromium
+(Debian's `/usr/bin/chromium`, driven by Playwright with `executable_path`; `make browser`
+installs it): the viewer shows records appended after it opened, and after the server
+restarts it resumes with no gap and no repeat (the browser's own retry with
+`Last-Event-ID` after a crash); it shows a step's live text until the step's stored record
+arrives (ADR 0019). `runnel.js` on a page of its own: every record once, the two-layer
+rules, subscribe tokens renewed at expiry, the end of a closed stream (ADR 0038)."""
 
 from __future__ import annotations
 
@@ -77,6 +80,9 @@ async def test_the_viewer_follows_across_a_server_restart(own_server: Restartabl
 
         # The page's CSP forbids eval; Playwright's wait_for_function needs it.
         page = await browser.new_page(bypass_csp=True)
+        subscribes: list[Any] = []
+        page.on("request", lambda request: subscribes.append(request)
+                if "/subscribe" in request.url and "-token" not in request.url else None)
         query = urlencode({"token": secret, "run": run_id, "stream": "s"})
         await page.goto(f"{own_server.url}/?{query}")
         await page.wait_for_function("document.getElementById('state').textContent"
@@ -104,6 +110,15 @@ async def test_the_viewer_follows_across_a_server_restart(own_server: Restartabl
         streams = await page.eval_on_selector_all("#streams button",
                                                   "items => items.map(i => i.dataset.stream)")
         assert streams == ["s"]
+        resumed = [(await request.all_headers()).get("last-event-id")
+                   for request in subscribes[1:]]
+        if restart is RestartableServer.restart:
+            # A dropped connection: the browser retried by itself, from the last record shown.
+            assert "5" in resumed, resumed
+            assert all("after=" not in request.url for request in subscribes)
+        else:
+            # `end` (shutdown): runnel.js reconnected itself, after the last record shown.
+            assert any("after=5" in request.url for request in subscribes[1:])
         await page.screenshot(path=str(Path(own_server.server.log).parent / "viewer.png"))
 
 
@@ -203,3 +218,91 @@ async def test_the_viewer_follows_across_subscribe_token_expiries(
     assert int(await text(page, "renewals")) >= 2
     assert len(subscribe_urls) >= 3
     assert all("access_token=" in url and pasted not in url for url in subscribe_urls)
+
+
+FOLLOWER_PAGE = """async ([run, token, ttl]) => {
+  const { follow } = await import("/runnel.js");
+  window.seen = { records: [], live: [], ends: [], states: [] };
+  window.following = follow({
+    run, stream: "s", token, ttlSeconds: ttl, live: true,
+    onRecord: (record) => window.seen.records.push(record),
+    onLive: (chunk, { source, attempt, supersedes }) =>
+      window.seen.live.push([chunk, source, attempt, supersedes]),
+    onEnd: (end) => window.seen.ends.push(end),
+    onState: (text) => window.seen.states.push(text),
+  });
+}"""
+
+
+async def seen(page: Page, name: str) -> Any:
+    return await page.evaluate(f"window.seen.{name}")
+
+
+async def wait_until(page: Page, condition: str) -> None:
+    await page.wait_for_function(condition, timeout=GUARD_MS)
+
+
+async def test_runnel_js_is_served_without_a_token_as_a_module(server: RunnelServer) -> None:
+    response = await asyncio.to_thread(httpx.get, server.url + "/runnel.js")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/javascript")
+    assert "export function follow" in response.text
+    code = [line for line in response.text.splitlines() if not line.lstrip().startswith("//")]
+    assert not [line for line in code if line.lstrip().startswith("import ")
+                or "require(" in line]  # no dependencies
+
+
+async def test_runnel_js_follows_both_layers_renews_its_token_and_ends(
+        server: RunnelServer, api: httpx.AsyncClient, browser: Browser, run_id: str) -> None:
+    pasted = token()
+    await create_stream(api, run_id)
+    await append(api, run_id, "s", ["one"])
+    page = await browser.new_page()
+    urls: list[str] = []
+    page.on("request", lambda request: urls.append(request.url))
+    await page.goto(f"{server.url}/healthz")  # any page of the server's origin
+    await page.evaluate(FOLLOWER_PAGE, [run_id, pasted, 2])
+    await wait_until(page, "window.seen.records.length >= 1")
+
+    await publish(api, run_id, ["Hel"], "turn-1")
+    await publish(api, run_id, ["Hi"], "turn-1", attempt=2)
+    await publish(api, run_id, ["stale"], "turn-1", attempt=1, index=1)
+    await publish(api, run_id, ["m1"], "marker")
+    await wait_until(page, "window.seen.live.length >= 3")
+    response = await api.post(f"/runs/{run_id}/streams/s/records", json={"records": [
+        {"payload": "Hi there", "idempotency_key": "turn-1"}]})
+    assert response.status_code == 201, response.text
+    await wait_until(page, "window.seen.records.length >= 2")
+    await publish(api, run_id, ["late"], "turn-1", attempt=2, index=1)
+    await publish(api, run_id, ["m2"], "marker")
+    await wait_until(page, "window.seen.live.length >= 4")
+    assert await seen(page, "live") == [["Hel", "turn-1", 1, False], ["Hi", "turn-1", 2, True],
+                                        ["m1", "marker", 1, False],
+                                        ["m2", "marker", 1, False]]
+
+    # Two-second subscribe tokens: the stream ends at each expiry and the follower resumes.
+    await wait_until(page, "window.following.state.renewals >= 2")
+    await append(api, run_id, "s", ["three"])
+    await api.post(f"/runs/{run_id}/streams/s/close")
+    await wait_until(page, "window.seen.ends.length >= 1")
+    records = await seen(page, "records")
+    assert [record["sequence"] for record in records] == [1, 2, 3]
+    assert [record["payload"] for record in records] == ["one", "Hi there", "three"]
+    assert await seen(page, "ends") == [{"reason": "closed", "last_sequence": 3}]
+    state = await page.evaluate("window.following.state")
+    assert (state["gaps"], state["duplicates"], state["steps"]["dropped"]) == (0, 0, 2)
+    subscribes = [url for url in urls if "/subscribe?" in url]
+    assert len(subscribes) >= 3
+    assert all("access_token=" in url and pasted not in url for url in subscribes)
+    assert any("after=2" in url or "after=3" in url for url in subscribes[1:])
+
+
+async def test_runnel_js_stops_when_the_token_is_refused(
+        server: RunnelServer, api: httpx.AsyncClient, browser: Browser, run_id: str) -> None:
+    await create_stream(api, run_id)
+    page = await browser.new_page()
+    await page.goto(f"{server.url}/healthz")
+    await page.evaluate(FOLLOWER_PAGE, [run_id, "not-a-token", 0])
+    await wait_until(page, "window.seen.states.some((s) => s.startsWith('refused'))")
+    assert await seen(page, "states") == ["refused: 401 unauthenticated"]
+    assert await page.evaluate("window.following.state.closed") is True

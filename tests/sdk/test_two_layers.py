@@ -13,13 +13,13 @@ from typing import Any
 from runnel_client import (
     AsyncRunnelClient,
     FollowState,
-    InMemoryRunnel,
     LiveEvent,
     LiveText,
     Record,
     RunnelClient,
 )
 
+from entrypoints.testing import InMemoryRunnel
 from tests.http.server import RunnelServer, token
 from tests.http.support import GUARD_SECONDS
 from tests.sdk.support import Collector
@@ -205,22 +205,24 @@ def test_live_text_holds_only_unsettled_steps_current_attempt() -> None:
 
 
 async def test_the_in_memory_follower_applies_the_same_rules() -> None:
-    runnel = InMemoryRunnel()
-    await runnel.create_stream("r", {"stream_id": "s", "content_class": "output.text"})
-    follower = Collector(runnel.follow("r", "s", live=True))
-    try:
-        await asyncio.sleep(0)  # the follower is following before anything is published
-        await runnel.publish_live("r", "s", ["a"], source="s1", attempt=1)
-        await runnel.publish_live("r", "s", ["b"], source="s1", attempt=2)
-        await runnel.publish_live("r", "s", ["stale"], source="s1", attempt=1, index=1)
-        await follower.wait_for(lambda items: len(items) >= 2)
-        await runnel.append("r", "s", [{"payload": "A", "idempotency_key": "s1"}])
-        await follower.wait_for(lambda items: len(items) >= 3)
-        await runnel.publish_live("r", "s", ["late"], source="s1", attempt=2, index=1)
-        await runnel.publish_live("r", "s", ["m"], source="marker")
-        items = await follower.wait_for(lambda items: live_chunks(items, "marker") == ["m"])
-    finally:
-        await follower.stop()
+    async with InMemoryRunnel() as node, node.async_client() as runnel:
+        await runnel.create_stream("r", {"stream_id": "s", "content_class": "output.text"})
+        await runnel.append("r", "s", [{"payload": "start"}])
+        follower = Collector(runnel.follow("r", "s", live=True))
+        try:
+            await follower.wait_for(lambda items: len(items) >= 1)  # it is following
+            await runnel.publish_live("r", "s", ["a"], source="s1", attempt=1)
+            await runnel.publish_live("r", "s", ["b"], source="s1", attempt=2)
+            await runnel.publish_live("r", "s", ["stale"], source="s1", attempt=1, index=1)
+            await follower.wait_for(lambda items: len(items) >= 3)
+            await runnel.append("r", "s", [{"payload": "A", "idempotency_key": "s1"}])
+            await follower.wait_for(lambda items: len(items) >= 4)
+            await runnel.publish_live("r", "s", ["late"], source="s1", attempt=2, index=1)
+            await runnel.publish_live("r", "s", ["m"], source="marker")
+            items = await follower.wait_for(lambda items: live_chunks(items, "marker") == ["m"])
+        finally:
+            await follower.stop()
+        records = (await runnel.read("r", "s"))["records"]
     assert live_chunks(items, "s1") == ["a", "b"]
-    assert [item.step for item in items if isinstance(item, Record)] == ["s1"]
-    assert runnel.records("r", "s")[0].idempotency_key == "s1"
+    assert [item.step for item in items if isinstance(item, Record)] == [None, "s1"]
+    assert records[1]["idempotency_key"] == "s1"

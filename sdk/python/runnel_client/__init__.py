@@ -18,7 +18,6 @@ from runnel_client.live import LivePublisher
 from runnel_client.producer import Producer
 from runnel_client.retrying import RetryPolicy
 from runnel_client.sync import RunnelClient
-from runnel_client.testing import InMemoryRunnel
 from runnel_client.webhooks import InputWebhook, WebhookVerificationError, verify_webhook
 from runnel_client.wire import BrowserToken, LiveEvent, ReadPage, Record
 
@@ -29,7 +28,6 @@ __all__ = [
     "BackpressureError",
     "BrowserToken",
     "FollowState",
-    "InMemoryRunnel",
     "InputWebhook",
     "LiveEvent",
     "LivePublisher",
