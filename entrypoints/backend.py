@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from prometheus_client.registry import Collector
 
 from adapters.memory.bus import MemoryWakeBus
+from adapters.memory.durable_streams import MemoryFacadeCatalog
 from adapters.memory.revoked_tokens import MemoryRevokedTokens
 from adapters.memory.store import MemoryDeliveryOutbox, MemoryStreamStore
 from adapters.memory.subscription_leases import MemorySubscriptionLeases
 from adapters.memory.upkeep import MemoryLeadership, MemoryStorageUpkeep
+from application.durable_streams import FacadeCatalog
 from application.ports import (
     DeletionOutbox,
     DeliveryOutbox,
@@ -65,6 +67,8 @@ class Backend:
     """Bounded removal of what nothing needs any more (ADR 0032)."""
     leadership: Callable[[], Leadership] | None = None
     """A new contender for the region's upkeep lead (one per process hosting workers)."""
+    facade_catalog: FacadeCatalog | None = None
+    """The Durable Streams facade's catalog (ADR 0041); None: the facade is not served."""
 
 
 async def _always_ready() -> None:
@@ -87,7 +91,8 @@ def memory_backend() -> Backend:
     return Backend(store=store, reader=store, gaps=store, bus=bus, outbox=outbox,
                    deletions=store.deletions, leases=MemorySubscriptionLeases(),
                    revoked=MemoryRevokedTokens(), probe=_always_ready,
-                   upkeep=MemoryStorageUpkeep(store, outbox), leadership=MemoryLeadership)
+                   upkeep=MemoryStorageUpkeep(store, outbox), leadership=MemoryLeadership,
+                   facade_catalog=MemoryFacadeCatalog())
 
 
 @asynccontextmanager
@@ -111,6 +116,7 @@ async def _postgres_backend(dsn: str, settings: Settings) -> AsyncIterator[Backe
     wait on the database is bounded. Without `auto_migrate`, the database must already be
     at this binary's schema."""
     from adapters.postgres import open_postgres
+    from adapters.postgres.durable_streams import PostgresFacadeCatalog
     from adapters.postgres.leadership import PostgresLeadership
     from adapters.postgres.migrations import ensure_current, schema_state
     from adapters.postgres.wait_notify import PostgresNotifyWaitService
@@ -142,6 +148,7 @@ async def _postgres_backend(dsn: str, settings: Settings) -> AsyncIterator[Backe
                       upkeep=pg.upkeep,
                       leadership=lambda: PostgresLeadership(dsn, settings.region,
                                                             settings.database_bounds()),
-                      collectors=metrics.collectors, refresh_metrics=metrics.refresh)
+                      collectors=metrics.collectors, refresh_metrics=metrics.refresh,
+                      facade_catalog=PostgresFacadeCatalog(pg.pool))
     finally:
         await pg.close()
