@@ -5,116 +5,60 @@ Rules:
   holds the stream (stream id `FACADE_STREAM`); everything stored goes through the Runnel
   use cases (create, append, read, follow, close, erase), so credit, pins, retention and
   workers apply unchanged;
-- the entry is written before the Runnel stream is created: a crash in between leaves an
-  entry whose stream is created by the next matching PUT (a create is idempotent);
-- a DELETE removes the entry, then erases the run; a later PUT of the path gets a new run;
+- the Runnel stream (and a fork's copied prefix) exists before the entry that names it:
+  no path ever names a stream that is not there; a create that loses a race for the path
+  erases its own run and answers with the winner's;
+- a DELETE erases the run and removes the entry; a stream with forks keeps its entry,
+  `deleted`, until its last fork goes (then the removal cascades up the fork chain);
 - an expired entry (TTL or Expires-At) is deleted when it is next looked at;
-- producer (id, epoch, seq) checks are serialised per (stream, producer) in this process
-  and each accepted batch carries idempotency keys derived from the tuple, so a retry after
-  a crash between the append and the producer-state write stores nothing twice.
+- `Stream-Seq` and producer checks are serialised per stream (per producer) in this process.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
+import contextlib
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
-from typing import Any, Protocol
+from datetime import datetime
+from typing import Any
 
 from application.appending import AppendResult
+from application.durable_catalog import (
+    FacadeCatalog,
+    FacadeEntry,
+    NewEpochNotAtZero,
+    PathInUse,
+    Producer,
+    ProducerState,
+    SequenceGap,
+    StaleEpoch,
+    StreamGone,
+    WriterSeqRegression,
+)
+from application.durable_forks import FACADE_STREAM, copy_prefix, resolve_point
 from application.following import KeepaliveFrame
 from application.ports import Clock, RecordPage
 from application.service import RunnelService
 from domain.errors import NotFound
 from domain.principal import Principal, Scope
 
-FACADE_STREAM = "stream"
 FACADE_DEFINITION = {"stream_id": FACADE_STREAM, "content_class": "durable_streams.facade"}
 """Every facade stream's Runnel definition: the node's defaults for everything else."""
 RUN_PREFIX = "ds-"
 
 
 @dataclass(frozen=True)
-class FacadeEntry:
-    path: str
-    run_id: str
+class StreamConfig:
+    """What a PUT asks for; an existing stream must match it for a 200."""
+
     content_type: str
     ttl_seconds: int | None
     expires_at: datetime | None
-    touched_at: datetime
-    closed_by: str | None = None
-    """`producer:epoch:seq` of the append that closed the stream, if a producer closed it."""
-
-    def expired(self, now: datetime) -> bool:
-        if self.expires_at is not None and now >= self.expires_at:
-            return True
-        return (self.ttl_seconds is not None
-                and now >= self.touched_at + timedelta(seconds=self.ttl_seconds))
-
-
-@dataclass(frozen=True)
-class ProducerState:
-    epoch: int
-    last_seq: int
-
-
-class FacadeCatalog(Protocol):
-    """What the protocol knows of a stream beyond the Runnel stream, per tenant and path.
-
-    `insert` keeps an existing entry and returns it (so two racing PUTs agree on one run);
-    `remove` removes the entry only if it still names `run_id`."""
-
-    async def find(self, tenant: str, path: str) -> FacadeEntry | None: ...
-
-    async def insert(self, tenant: str, entry: FacadeEntry) -> FacadeEntry: ...
-
-    async def remove(self, tenant: str, path: str, run_id: str) -> bool: ...
-
-    async def touch(self, tenant: str, path: str, at: datetime) -> None: ...
-
-    async def set_closed_by(self, tenant: str, path: str, closed_by: str) -> None: ...
-
-    async def producer(self, tenant: str, run_id: str,
-                       producer_id: str) -> ProducerState | None: ...
-
-    async def save_producer(self, tenant: str, run_id: str, producer_id: str,
-                            state: ProducerState) -> None: ...
-
-
-@dataclass(frozen=True)
-class Producer:
-    producer_id: str
-    epoch: int
-    seq: int
-
-    @property
-    def tuple_text(self) -> str:
-        return f"{self.producer_id}:{self.epoch}:{self.seq}"
-
-    def keys(self, count: int) -> list[str]:
-        """Idempotency keys of the batch's records (short whatever the producer id)."""
-        digest = hashlib.sha256(self.producer_id.encode()).hexdigest()[:32]
-        return [f"ds:{digest}:{self.epoch}:{self.seq}:{index}" for index in range(count)]
-
-
-class StaleEpoch(Exception):
-    def __init__(self, current: int) -> None:
-        super().__init__(f"producer epoch is stale; current epoch {current}")
-        self.current = current
-
-
-class SequenceGap(Exception):
-    def __init__(self, expected: int, received: int) -> None:
-        super().__init__(f"producer sequence gap: expected {expected}, received {received}")
-        self.expected = expected
-        self.received = received
-
-
-class NewEpochNotAtZero(Exception):
-    pass
+    forked_from: str | None = None
+    fork_offset: int | None = None
+    fork_sub_offset: int = 0
 
 
 class DurableStreams:
@@ -123,37 +67,86 @@ class DurableStreams:
         self._catalog = catalog
         self._clock = clock
         self._producer_locks: dict[tuple[str, str, str], asyncio.Lock] = {}
+        self._writer_locks: dict[tuple[str, str], asyncio.Lock] = {}
 
     async def find(self, principal: Principal, path: str) -> FacadeEntry:
-        """The live entry of the path, or NotFound (an expired one is deleted here)."""
+        """The live entry of the path; NotFound, or StreamGone for a deleted source of forks
+        (an expired entry is deleted here)."""
         principal.require_scope(Scope.READ)
         entry = await self._catalog.find(principal.tenant, path)
         if entry is None:
             raise NotFound("stream not found")
+        if entry.deleted:
+            raise StreamGone("stream was deleted")
         if entry.expired(self._clock.now()):
-            await self._erase(principal, entry)
+            await self._delete(principal, entry)
             raise NotFound("stream not found")
         return entry
 
-    async def lookup(self, principal: Principal, path: str) -> FacadeEntry | None:
-        """The live entry whose Runnel stream exists, or None."""
+    async def create(self, principal: Principal, path: str,
+                     config: StreamConfig) -> tuple[FacadeEntry, bool]:
+        """Returns the entry and whether this call made it (False: an identical one existed,
+        PathInUse: another one does)."""
+        principal.require_scope(Scope.WRITE)
+        existing = await self._existing(principal, path)
+        if existing is not None:
+            return self._same(principal, existing, config), False
+        run_id = RUN_PREFIX + uuid.uuid4().hex
+        await self._service.definitions.create(principal, run_id, dict(FACADE_DEFINITION))
+        config = await self._fork(principal, config, run_id)
+        fresh = FacadeEntry(path, run_id, config.content_type, config.ttl_seconds,
+                            config.expires_at, self._clock.now(),
+                            forked_from=config.forked_from, fork_offset=config.fork_offset,
+                            fork_sub_offset=config.fork_sub_offset)
+        entry = await self._catalog.insert(principal.tenant, fresh)
+        if entry.run_id != run_id:  # another create of the path won
+            await self._erase_run(principal, run_id)
+            return self._same(principal, entry, config), False
+        return entry, True
+
+    async def fork_source(self, principal: Principal, path: str) -> FacadeEntry:
+        """The source a fork names: NotFound if none; PathInUse if deleted."""
         try:
-            entry = await self.find(principal, path)
-            await self.status(principal, entry)
+            return await self.find(principal, path)
+        except StreamGone:
+            raise PathInUse("the fork source was deleted") from None
+
+    async def _existing(self, principal: Principal, path: str) -> FacadeEntry | None:
+        try:
+            return await self.find(principal, path)
         except NotFound:
             return None
+        except StreamGone:
+            raise PathInUse("the path belongs to a deleted stream that still has forks") from None
+
+    @staticmethod
+    def _same(principal: Principal, entry: FacadeEntry, config: StreamConfig) -> FacadeEntry:
+        mine = (entry.content_type.split(";")[0].strip().lower(), entry.ttl_seconds,
+                entry.expires_at, entry.forked_from,
+                entry.fork_offset if entry.forked_from else None, entry.fork_sub_offset or 0)
+        asked = (config.content_type.split(";")[0].strip().lower(), config.ttl_seconds,
+                 config.expires_at, config.forked_from,
+                 config.fork_offset if config.forked_from else None, config.fork_sub_offset)
+        if config.forked_from is not None and config.fork_offset is None:
+            asked = (*asked[:4], mine[4], asked[5])  # no offset asked: the one resolved then
+        if mine != asked:
+            raise PathInUse("stream exists with a different configuration")
         return entry
 
-    async def create(self, principal: Principal, path: str, content_type: str,
-                     ttl_seconds: int | None, expires_at: datetime | None) -> tuple[FacadeEntry, bool]:
-        """Returns the entry and whether this call made it (False: it existed)."""
-        principal.require_scope(Scope.WRITE)
-        await self.lookup(principal, path)  # deletes an expired one first
-        fresh = FacadeEntry(path, RUN_PREFIX + uuid.uuid4().hex, content_type, ttl_seconds,
-                            expires_at, self._clock.now())
-        entry = await self._catalog.insert(principal.tenant, fresh)
-        await self._service.definitions.create(principal, entry.run_id, dict(FACADE_DEFINITION))
-        return entry, entry.run_id == fresh.run_id
+    async def _fork(self, principal: Principal, config: StreamConfig,
+                    run_id: str) -> StreamConfig:
+        """Copy the source's prefix into the new run; the config as the fork gets it."""
+        if config.forked_from is None:
+            return config
+        source = await self.fork_source(principal, config.forked_from)
+        point = await resolve_point(self._service, principal, source.run_id,
+                                    config.fork_offset, config.fork_sub_offset)
+        await copy_prefix(self._service, principal, point, run_id)
+        ttl, expires_at = config.ttl_seconds, config.expires_at
+        if ttl is None and expires_at is None:
+            ttl, expires_at = source.ttl_seconds, source.expires_at
+        return replace(config, ttl_seconds=ttl, expires_at=expires_at,
+                       fork_offset=point.offset)
 
     async def touch(self, principal: Principal, entry: FacadeEntry) -> None:
         """A read or a write slides the TTL window."""
@@ -162,8 +155,7 @@ class DurableStreams:
 
     async def status(self, principal: Principal, entry: FacadeEntry) -> RecordPage:
         """Head and closure, without records."""
-        return (await self._service.reading.read(principal, entry.run_id, FACADE_STREAM,
-                                                 0, 1)).page
+        return await self.read(principal, entry, 0, 1)
 
     async def read(self, principal: Principal, entry: FacadeEntry, after: int,
                    limit: int) -> RecordPage:
@@ -189,10 +181,12 @@ class DurableStreams:
 
     async def append(self, principal: Principal, entry: FacadeEntry,
                      records: Sequence[dict[str, Any]], close: bool,
-                     producer: Producer | None) -> AppendResult | None:
-        """Append (and close, when asked); None when a producer's batch was a duplicate."""
+                     producer: Producer | None,
+                     writer_seq: str | None = None) -> AppendResult | None:
+        """Append (and close, when asked); None when a producer's batch was a duplicate
+        (checked before `writer_seq`, which must be above the last one accepted)."""
         if producer is None:
-            return await self._append(principal, entry, list(records), close)
+            return await self._append(principal, entry, list(records), close, writer_seq)
         lock = self._producer_locks.setdefault(
             (principal.tenant, entry.run_id, producer.producer_id), asyncio.Lock())
         async with lock:
@@ -209,9 +203,11 @@ class DurableStreams:
                 return None
             elif producer.seq > state.last_seq + 1:
                 raise SequenceGap(state.last_seq + 1, producer.seq)
+            # The keys make a retry after a crash between append and state write harmless.
+            keys = producer.keys(len(records))
             keyed = [{**record, "idempotency_key": key}
-                     for record, key in zip(records, producer.keys(len(records)))]
-            result = await self._append(principal, entry, keyed, close)
+                     for record, key in zip(records, keys, strict=True)]
+            result = await self._append(principal, entry, keyed, close, writer_seq)
             if close:
                 await self._catalog.set_closed_by(principal.tenant, entry.path,
                                                   producer.tuple_text)
@@ -225,7 +221,23 @@ class DurableStreams:
         return await self._catalog.producer(principal.tenant, entry.run_id, producer_id)
 
     async def _append(self, principal: Principal, entry: FacadeEntry,
-                      records: list[dict[str, Any]], close: bool) -> AppendResult | None:
+                      records: list[dict[str, Any]], close: bool,
+                      writer_seq: str | None) -> AppendResult | None:
+        if writer_seq is None:
+            return await self._store(principal, entry, records, close)
+        lock = self._writer_locks.setdefault((principal.tenant, entry.run_id), asyncio.Lock())
+        async with lock:
+            fresh = await self._catalog.find(principal.tenant, entry.path)
+            last = fresh.writer_seq if fresh is not None else None
+            # str order is code point order, which is UTF-8 byte order.
+            if last is not None and writer_seq <= last:
+                raise WriterSeqRegression(f"Stream-Seq {writer_seq!r} is not above {last!r}")
+            result = await self._store(principal, entry, records, close)
+            await self._catalog.set_writer_seq(principal.tenant, entry.path, writer_seq)
+            return result
+
+    async def _store(self, principal: Principal, entry: FacadeEntry,
+                     records: list[dict[str, Any]], close: bool) -> AppendResult | None:
         result = None
         if records:
             result = await self._service.appender.append(principal, entry.run_id,
@@ -235,15 +247,31 @@ class DurableStreams:
         await self.touch(principal, entry)
         return result
 
-    async def close(self, principal: Principal, entry: FacadeEntry) -> int:
-        return await self._service.lifecycle.close(principal, entry.run_id, FACADE_STREAM)
-
     async def delete(self, principal: Principal, path: str) -> None:
         principal.require_scope(Scope.WRITE)
-        entry = await self.find(principal, path)
-        await self._erase(principal, entry)
+        await self._delete(principal, await self.find(principal, path))
 
-    async def _erase(self, principal: Principal, entry: FacadeEntry) -> None:
-        if await self._catalog.remove(principal.tenant, entry.path, entry.run_id):
-            admin = replace(principal, scopes=principal.scopes | {Scope.ADMIN.value})
-            await self._service.lifecycle.erase_run(admin, entry.run_id)
+    async def _delete(self, principal: Principal, entry: FacadeEntry) -> None:
+        """Erase the run; drop the entry unless forks of it remain; then drop every deleted
+        source up the chain that this left without forks."""
+        await self._erase_run(principal, entry.run_id)
+        if await self._catalog.forks_of(principal.tenant, entry.path):
+            await self._catalog.mark_deleted(principal.tenant, entry.path)
+            return
+        await self._catalog.remove(principal.tenant, entry.path, entry.run_id)
+        source_path = entry.forked_from
+        while source_path is not None:
+            source = await self._catalog.find(principal.tenant, source_path)
+            if (source is None or not source.deleted
+                    or await self._catalog.forks_of(principal.tenant, source_path)):
+                return
+            await self._catalog.remove(principal.tenant, source.path, source.run_id)
+            source_path = source.forked_from
+
+    async def _erase_run(self, principal: Principal, run_id: str) -> None:
+        """The facade erases only runs of its own making (`RUN_PREFIX`), for a principal
+        that may write the stream: that is what the protocol's DELETE asks."""
+        assert run_id.startswith(RUN_PREFIX)
+        admin = replace(principal, scopes=principal.scopes | {Scope.ADMIN.value})
+        with contextlib.suppress(NotFound):  # erased before (a deleted source of forks)
+            await self._service.lifecycle.erase_run(admin, run_id)

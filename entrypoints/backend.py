@@ -21,7 +21,7 @@ from adapters.memory.revoked_tokens import MemoryRevokedTokens
 from adapters.memory.store import MemoryDeliveryOutbox, MemoryStreamStore
 from adapters.memory.subscription_leases import MemorySubscriptionLeases
 from adapters.memory.upkeep import MemoryLeadership, MemoryStorageUpkeep
-from application.durable_streams import FacadeCatalog
+from application.durable_catalog import FacadeCatalog
 from application.ports import (
     DeletionOutbox,
     DeliveryOutbox,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from application.durable_streams import FacadeEntry, ProducerState
+from application.durable_catalog import FacadeEntry, ProducerState
 
 
 class MemoryFacadeCatalog:
@@ -39,6 +39,20 @@ class MemoryFacadeCatalog:
         entry = self._entries.get((tenant, path))
         if entry is not None:
             self._entries[(tenant, path)] = replace(entry, closed_by=closed_by)
+
+    async def mark_deleted(self, tenant: str, path: str) -> None:
+        entry = self._entries.get((tenant, path))
+        if entry is not None:
+            self._entries[(tenant, path)] = replace(entry, deleted=True)
+
+    async def forks_of(self, tenant: str, path: str) -> int:
+        return sum(1 for (owner, _), entry in self._entries.items()
+                   if owner == tenant and entry.forked_from == path)
+
+    async def set_writer_seq(self, tenant: str, path: str, writer_seq: str) -> None:
+        entry = self._entries.get((tenant, path))
+        if entry is not None:
+            self._entries[(tenant, path)] = replace(entry, writer_seq=writer_seq)
 
     async def producer(self, tenant: str, run_id: str,
                        producer_id: str) -> ProducerState | None:

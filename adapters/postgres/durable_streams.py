@@ -13,18 +13,23 @@ from datetime import datetime
 
 import asyncpg
 
-from application.durable_streams import FacadeEntry, ProducerState
+from application.durable_catalog import FacadeEntry, ProducerState
 
-_COLUMNS = "path, run_id, content_type, ttl_seconds, expires_at, touched_at, closed_by"
+_COLUMNS = ("path, run_id, content_type, ttl_seconds, expires_at, touched_at, closed_by, "
+            "writer_seq, forked_from, fork_offset, fork_sub_offset, deleted")
 _FIND = f"SELECT {_COLUMNS} FROM durable_streams WHERE tenant = $1 AND path = $2"
 _INSERT = f"""
-INSERT INTO durable_streams (tenant, {_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+INSERT INTO durable_streams (tenant, {_COLUMNS})
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 ON CONFLICT (tenant, path) DO NOTHING
 """
 _REMOVE = "DELETE FROM durable_streams WHERE tenant = $1 AND path = $2 AND run_id = $3"
 _REMOVE_PRODUCERS = "DELETE FROM durable_stream_producers WHERE tenant = $1 AND run_id = $2"
 _TOUCH = "UPDATE durable_streams SET touched_at = $3 WHERE tenant = $1 AND path = $2"
 _CLOSED_BY = "UPDATE durable_streams SET closed_by = $3 WHERE tenant = $1 AND path = $2"
+_MARK_DELETED = "UPDATE durable_streams SET deleted = true WHERE tenant = $1 AND path = $2"
+_FORKS_OF = "SELECT count(*) FROM durable_streams WHERE tenant = $1 AND forked_from = $2"
+_WRITER_SEQ = "UPDATE durable_streams SET writer_seq = $3 WHERE tenant = $1 AND path = $2"
 _PRODUCER = """SELECT epoch, last_seq FROM durable_stream_producers
 WHERE tenant = $1 AND run_id = $2 AND producer_id = $3"""
 _SAVE_PRODUCER = """
@@ -48,7 +53,8 @@ class PostgresFacadeCatalog:
     async def insert(self, tenant: str, entry: FacadeEntry) -> FacadeEntry:
         await self._pool.execute(_INSERT, tenant, entry.path, entry.run_id, entry.content_type,
                                  entry.ttl_seconds, entry.expires_at, entry.touched_at,
-                                 entry.closed_by)
+                                 entry.closed_by, entry.writer_seq, entry.forked_from,
+                                 entry.fork_offset, entry.fork_sub_offset, entry.deleted)
         found = await self.find(tenant, entry.path)
         return found if found is not None else entry
 
@@ -63,6 +69,15 @@ class PostgresFacadeCatalog:
 
     async def set_closed_by(self, tenant: str, path: str, closed_by: str) -> None:
         await self._pool.execute(_CLOSED_BY, tenant, path, closed_by)
+
+    async def mark_deleted(self, tenant: str, path: str) -> None:
+        await self._pool.execute(_MARK_DELETED, tenant, path)
+
+    async def forks_of(self, tenant: str, path: str) -> int:
+        return int(await self._pool.fetchval(_FORKS_OF, tenant, path))
+
+    async def set_writer_seq(self, tenant: str, path: str, writer_seq: str) -> None:
+        await self._pool.execute(_WRITER_SEQ, tenant, path, writer_seq)
 
     async def producer(self, tenant: str, run_id: str,
                        producer_id: str) -> ProducerState | None:

@@ -49,6 +49,6 @@ def test_durable_streams_conformance(pg_template: str, tmp_path: Path,  # noqa: 
     with restartable_server(pg_template, tmp_path / "node", env) as server:
         counts = run_suite(server.url, tmp_path / "vitest.json")
     with capsys.disabled():  # shown by `make test` too, not only on failure
-        print(f"\nDurable Streams conformance: {counts['passed']} passed, {counts['failed']} failed, "
-              f"{counts['skipped']} skipped of {counts['total']} (target {TARGET})")
+        print(f"\nDurable Streams conformance: {counts['passed']} passed, "
+              f"{counts['failed']} failed, {counts['skipped']} skipped of {counts['total']} (target {TARGET})")
     assert counts["passed"] >= TARGET, counts

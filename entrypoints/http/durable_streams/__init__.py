@@ -15,10 +15,9 @@ from application.durable_streams import DurableStreams
 from application.service import RunnelService
 from domain.principal import Principal, Scope
 from entrypoints.http.auth import Authenticator
-from entrypoints.http.durable_streams.handlers import Facade, facade_error
+from entrypoints.http.durable_streams.handlers import PREFIX, Facade, facade_error
 from entrypoints.settings import ConfigurationError, Settings
 
-PREFIX = "/v1/stream"
 log = logging.getLogger("runnel.durable_streams")
 
 COMMON_HEADERS = {
@@ -26,7 +25,8 @@ COMMON_HEADERS = {
     "access-control-allow-methods": "GET, POST, PUT, DELETE, HEAD, OPTIONS",
     "access-control-allow-headers": (
         "content-type, authorization, if-none-match, Stream-Seq, Stream-TTL, "
-        "Stream-Expires-At, Stream-Closed, Producer-Id, Producer-Epoch, Producer-Seq"),
+        "Stream-Expires-At, Stream-Closed, Producer-Id, Producer-Epoch, Producer-Seq, "
+        "Stream-Forked-From, Stream-Fork-Offset, Stream-Fork-Sub-Offset"),
     "access-control-expose-headers": (
         "Stream-Next-Offset, Stream-Cursor, Stream-Up-To-Date, Stream-Closed, Producer-Epoch, "
         "Producer-Seq, Producer-Expected-Seq, Producer-Received-Seq, Stream-TTL, "
@@ -47,8 +47,8 @@ def refuse_unsafe_binding(settings: Settings, host: str) -> str | None:
     except ValueError:
         loopback = False
     if not loopback:
-        raise ConfigurationError("RUNNEL_DURABLE_STREAMS_ANONYMOUS_TENANT is for conformance runs on "
-                         f"loopback only; this node listens on {host}")
+        raise ConfigurationError("RUNNEL_DURABLE_STREAMS_ANONYMOUS_TENANT is for conformance "
+                                 f"runs on loopback only; this node listens on {host}")
     return (f"!!! RUNNEL_DURABLE_STREAMS_ANONYMOUS_TENANT is set: requests WITHOUT A TOKEN on "
             f"{PREFIX}/ act in tenant {tenant!r} (conformance runs only; never in production)")
 
@@ -74,6 +74,7 @@ def durable_streams_handlers(settings: Settings, auth: Authenticator,
 
     async def dispatch(request: Request[Any, Any, Any], path: str) -> Response[Any]:
         method = request.method
+        path = path.removeprefix("/")
         try:
             if method == "OPTIONS":
                 answer: Response[Any] = Response(None, status_code=204)
@@ -87,7 +88,7 @@ def durable_streams_handlers(settings: Settings, auth: Authenticator,
                 answer = await facade().delete(request, path)
             else:
                 answer = await facade().read(request, path)
-        except Exception as exc:  # noqa: BLE001  (the protocol's answers, else the table's)
+        except Exception as exc:
             refusal = facade_error(exc)
             if refusal is None:
                 raise

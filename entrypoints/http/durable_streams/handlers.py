@@ -10,13 +10,17 @@ from typing import Any
 from litestar import Request, Response
 from litestar.response import Stream
 
-from application.durable_streams import (
-    DurableStreams,
+from application.durable_catalog import (
     FacadeEntry,
+    ForkRefused,
     NewEpochNotAtZero,
+    PathInUse,
     SequenceGap,
     StaleEpoch,
+    StreamGone,
+    WriterSeqRegression,
 )
+from application.durable_streams import DurableStreams, StreamConfig
 from domain.errors import DomainError, NotFound
 from domain.principal import Principal
 from domain.records import INLINE_MAX_BYTES
@@ -26,6 +30,7 @@ from entrypoints.http.durable_streams.sse import sse_frames
 from entrypoints.http.problems import problem_body
 
 NO_STORE = "no-store"
+PREFIX = "/v1/stream"
 
 
 class Facade:
@@ -42,31 +47,31 @@ class Facade:
     async def create(self, request: Request[Any, Any, Any], path: str) -> Response[Any]:
         principal = self.principal_of(request)
         headers = request.headers
-        if headers.get("stream-forked-from") is not None:
-            return plain(501, "forks are not supported by this server")
         ttl = wire.parse_ttl(headers.get("stream-ttl"))
         expires_at = wire.parse_expires_at(headers.get("stream-expires-at"))
         if ttl is not None and expires_at is not None:
             raise wire.BadRequest("Stream-TTL and Stream-Expires-At exclude each other")
-        content_type = headers.get("content-type") or wire.DEFAULT_CONTENT_TYPE
+        forked_from, fork_offset, sub_offset = wire.parse_fork(
+            headers.get("stream-forked-from"), headers.get("stream-fork-offset"),
+            headers.get("stream-fork-sub-offset"), PREFIX)
+        content_type = headers.get("content-type")
+        if forked_from is not None:
+            source = await self.streams.fork_source(principal, forked_from)
+            if content_type is not None and (wire.media_type(content_type)
+                                             != wire.media_type(source.content_type)):
+                return plain(409, "a fork has its source's content type")
+            content_type = content_type or source.content_type
+        content_type = content_type or wire.DEFAULT_CONTENT_TYPE
         closing = wire.is_closing(headers.get("stream-closed"))
-        body = await request.body()
-        records = to_records(content_type, body, allow_empty_array=True)
-        existing = await self.streams.lookup(principal, path)
-        if existing is not None:
-            status = await self.streams.status(principal, existing)
-            same = (wire.media_type(existing.content_type) == wire.media_type(content_type)
-                    and existing.ttl_seconds == ttl and existing.expires_at == expires_at
-                    and status.closed == closing)
-            if not same:
-                return plain(409, "stream exists with a different configuration")
-            return Response(None, status_code=200, headers=self._meta(existing, status.head,
-                                                                      status.closed))
-        entry, created = await self.streams.create(principal, path, content_type, ttl,
-                                                   expires_at)
-        if records or closing:
+        records = to_records(content_type, await request.body(), allow_empty_array=True)
+        config = StreamConfig(content_type, ttl, expires_at, forked_from, fork_offset,
+                              sub_offset)
+        entry, created = await self.streams.create(principal, path, config)
+        if created and (records or closing):
             await self.streams.append(principal, entry, records, closing, None)
         status = await self.streams.status(principal, entry)
+        if not created and status.closed != closing:
+            return plain(409, "stream exists with a different closure status")
         answer = self._meta(entry, status.head, status.closed)
         if created:
             answer["location"] = str(request.url)
@@ -105,13 +110,16 @@ class Facade:
                 return plain(409, "content type does not match the stream's")
             records = to_records(entry.content_type, body, allow_empty_array=False)
         try:
-            result = await self.streams.append(principal, entry, records, closing, producer)
+            result = await self.streams.append(principal, entry, records, closing, producer,
+                                               headers.get("stream-seq"))
         except StaleEpoch as stale:
             return Response(None, status_code=403, headers={"producer-epoch": str(stale.current)})
         except SequenceGap as gap:
             return Response(None, status_code=409, headers={
                 "producer-expected-seq": str(gap.expected),
                 "producer-received-seq": str(gap.received)})
+        except WriterSeqRegression as regression:
+            return plain(409, str(regression))
         except NewEpochNotAtZero:
             raise wire.BadRequest("a new producer epoch starts at sequence 0") from None
         after = await self.streams.status(principal, entry)
@@ -184,21 +192,34 @@ def producer_headers(epoch: int, seq: int) -> dict[str, str]:
 
 
 def to_records(content_type: str, body: bytes, allow_empty_array: bool) -> list[dict[str, Any]]:
-    """Runnel records of one request body: JSON mode flattens one array level into
-    messages; any other type is bytes, cut into inline-sized records (a read joins them)."""
+    """Runnel records of one request body, one per append where it fits inline. JSON mode
+    flattens one array level into messages and stores them as one array payload (a
+    batch too large for one record is cut between messages); any other type is bytes,
+    cut into inline-sized records. A read joins them again."""
     if not body:
         return []
-    if wire.is_json(content_type):
-        try:
-            value = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
-            raise wire.BadRequest("the body is not valid JSON") from None
-        messages = value if isinstance(value, list) else [value]
-        if not messages and not allow_empty_array:
+    if not wire.is_json(content_type):
+        return [{"data": base64.b64encode(body[start:start + INLINE_MAX_BYTES]).decode()}
+                for start in range(0, len(body), INLINE_MAX_BYTES)]
+    try:
+        value = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise wire.BadRequest("the body is not valid JSON") from None
+    messages = value if isinstance(value, list) else [value]
+    if not messages:
+        if not allow_empty_array:
             raise wire.BadRequest("an empty JSON array appends nothing")
-        return [{"payload": message} for message in messages]
-    return [{"data": base64.b64encode(body[start:start + INLINE_MAX_BYTES]).decode()}
-            for start in range(0, len(body), INLINE_MAX_BYTES)]
+        return []
+    batches: list[list[Any]] = [[]]
+    size = 2
+    for message in messages:
+        weight = len(json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()) + 1
+        if batches[-1] and size + weight > INLINE_MAX_BYTES:
+            batches.append([])
+            size = 2
+        batches[-1].append(message)
+        size += weight
+    return [{"payload": batch} for batch in batches]
 
 
 def plain(status: int, message: str) -> Response[Any]:
@@ -207,8 +228,12 @@ def plain(status: int, message: str) -> Response[Any]:
 
 def facade_error(exc: Exception) -> Response[Any] | None:
     """The protocol's answer to a refusal; None: not the facade's to answer."""
-    if isinstance(exc, wire.BadRequest):
+    if isinstance(exc, wire.BadRequest | ForkRefused):
         return plain(400, str(exc))
+    if isinstance(exc, PathInUse):
+        return plain(409, str(exc))
+    if isinstance(exc, StreamGone):
+        return plain(410, str(exc))
     if isinstance(exc, NotFound):
         return plain(404, "stream not found")
     if isinstance(exc, DomainError | PermissionError):
@@ -218,4 +243,4 @@ def facade_error(exc: Exception) -> Response[Any] | None:
     return None
 
 
-__all__ = ["Facade", "facade_error", "Principal"]
+__all__ = ["Facade", "Principal", "facade_error"]

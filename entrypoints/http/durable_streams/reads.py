@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from litestar import Response
 
-from application.durable_streams import FacadeEntry
+from application.durable_catalog import FacadeEntry
 from application.ports import RecordPage, StoredRecord
 from domain.principal import Principal
 from entrypoints.http.durable_streams import wire
@@ -47,24 +47,26 @@ class ReadPlan:
 
 
 def render(content_type: str, records: list[StoredRecord]) -> bytes:
+    """Bytes joined; JSON: the messages of every record in one array."""
     if wire.is_json(content_type):
-        return b"[" + b",".join(message_json(record).encode() for record in records) + b"]"
+        parts = [messages_json(record) for record in records]
+        return ("[" + ",".join(part for part in parts if part) + "]").encode()
     return b"".join(record.data or b"" for record in records)
 
 
-def message_json(record: StoredRecord) -> str:
-    if record.payload_json is not None:
-        return record.payload_json
-    return json.dumps(record.payload, separators=(",", ":"), ensure_ascii=False)
+def messages_json(record: StoredRecord) -> str:
+    """A record's messages as JSON array elements, without the brackets."""
+    payload = record.payload if isinstance(record.payload, list) else [record.payload]
+    return ",".join(json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+                    for message in payload)
 
 
 async def read_answer(plan: ReadPlan, long_poll: bool, if_none_match: str | None) -> Response[Any]:
     after = await plan.start()
     page = await plan.page(after)
-    if long_poll and not page.records and not page.closed:
-        if await plan.facade.streams.wait_beyond(plan.principal, plan.entry, after,
-                                                 plan.facade.long_poll_seconds):
-            page = await plan.page(after)
+    if long_poll and not page.records and not page.closed and await plan.facade.streams.\
+            wait_beyond(plan.principal, plan.entry, after, plan.facade.long_poll_seconds):
+        page = await plan.page(after)
     records = list(page.records)
     end = records[-1].sequence if records else after
     up_to_date = end >= page.head

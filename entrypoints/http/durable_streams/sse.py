@@ -23,11 +23,17 @@ RECONNECT_SECONDS = 60.0
 
 def data_event(text: str) -> bytes:
     lines = _LINE_BREAK.split(text)
-    return ("event: data\n" + "".join(f"data: {line}\n" for line in lines) + "\n").encode()
+    return ("event: data\n" + "".join(data_line(line) for line in lines) + "\n").encode()
+
+
+def data_line(line: str) -> str:
+    """`data:` and the line; a line that starts with a space gets one more, which the
+    reader strips (an SSE reader removes one space after the colon)."""
+    return f"data: {line}\n" if line.startswith(" ") else f"data:{line}\n"
 
 
 def control_event(fields: dict[str, object]) -> bytes:
-    return f"event: control\ndata: {json.dumps(fields, separators=(',', ':'))}\n\n".encode()
+    return f"event: control\ndata:{json.dumps(fields, separators=(',', ':'))}\n\n".encode()
 
 
 async def sse_frames(plan: ReadPlan, after: int) -> AsyncIterator[bytes]:

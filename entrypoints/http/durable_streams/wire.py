@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from application.durable_streams import Producer
+from application.durable_catalog import Producer
 
 OFFSET_DIGITS = 16
 BEGINNING = "-1"
@@ -121,3 +121,29 @@ class Cursor:
 
 def etag(run_id: str, start: int, end: int, closed: bool) -> str:
     return f'"{run_id}:{start}:{end}{":c" if closed else ""}"'
+
+
+def parse_fork(forked_from: str | None, offset: str | None, sub_offset: str | None,
+               prefix: str) -> tuple[str | None, int | None, int]:
+    """(source path, offset or None for the source's tail, sub-offset)."""
+    if forked_from is None:
+        if offset is not None or sub_offset is not None:
+            raise BadRequest("Stream-Fork-Offset and Stream-Fork-Sub-Offset need "
+                             "Stream-Forked-From")
+        return None, None, 0
+    source = forked_from.strip().removeprefix(prefix).removeprefix("/")
+    sequence = None
+    if offset is not None:
+        parsed = parse_offset([offset])
+        if parsed == NOW:
+            raise BadRequest("Stream-Fork-Offset must be an offset")
+        assert isinstance(parsed, int)
+        sequence = parsed
+    sub = 0
+    if sub_offset is not None:
+        if _INTEGER.fullmatch(sub_offset.strip()) is None:
+            raise BadRequest("Stream-Fork-Sub-Offset must be a non-negative integer")
+        sub = int(sub_offset)
+        if sub > 0 and offset is None:
+            raise BadRequest("Stream-Fork-Sub-Offset needs Stream-Fork-Offset")
+    return source, sequence, sub
