@@ -29,7 +29,7 @@ def run_suite(base_url: str, report: Path) -> dict[str, int]:
         pytest.fail("npm packages missing: run `make conformance-deps` (make test does)")
     env = {**os.environ, "CONFORMANCE_BASE_URL": base_url,
            "CONFORMANCE_LONG_POLL_MS": str(LONG_POLL_SECONDS * 1000)}
-    subprocess.run([str(vitest), "run", "--reporter=dot", "--reporter=json",
+    subprocess.run([str(vitest), "run", "--reporter=json",
                     f"--outputFile.json={report}"], cwd=HERE, env=env,
                    timeout=SUITE_MINUTES * 60, check=False)
     summary = json.loads(report.read_text())
@@ -50,5 +50,6 @@ def test_durable_streams_conformance(pg_template: str, tmp_path: Path,  # noqa: 
         counts = run_suite(server.url, tmp_path / "vitest.json")
     with capsys.disabled():  # shown by `make test` too, not only on failure
         print(f"\nDurable Streams conformance: {counts['passed']} passed, "
-              f"{counts['failed']} failed, {counts['skipped']} skipped of {counts['total']} (target {TARGET})")
+              f"{counts['failed']} failed, {counts['skipped']} skipped of {counts['total']} "
+              f"(target {TARGET})")
     assert counts["passed"] >= TARGET, counts

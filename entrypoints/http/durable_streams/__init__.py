@@ -30,7 +30,8 @@ COMMON_HEADERS = {
     "access-control-expose-headers": (
         "Stream-Next-Offset, Stream-Cursor, Stream-Up-To-Date, Stream-Closed, Producer-Epoch, "
         "Producer-Seq, Producer-Expected-Seq, Producer-Received-Seq, Stream-TTL, "
-        "Stream-Expires-At, Stream-SSE-Data-Encoding, etag, content-type, location"),
+        "Stream-Expires-At, Stream-SSE-Data-Encoding, Runnel-Run-Id, etag, content-type, "
+        "location"),
     "x-content-type-options": "nosniff",
     "cross-origin-resource-policy": "cross-origin",
 }

@@ -31,6 +31,7 @@ from entrypoints.http.problems import problem_body
 
 NO_STORE = "no-store"
 PREFIX = "/v1/stream"
+RUN_HEADER = "runnel-run-id"
 
 
 class Facade:
@@ -177,7 +178,10 @@ class Facade:
                       media_type="text/event-stream")
 
     def _meta(self, entry: FacadeEntry, head: int, closed: bool) -> dict[str, str]:
-        answer = {"content-type": entry.content_type, "stream-next-offset": wire.offset_of(head)}
+        """PUT and HEAD also name the Runnel run that holds the stream (its stream id is
+        `stream`), for the native API: legal hold, consumers, the viewer."""
+        answer = {"content-type": entry.content_type, "stream-next-offset": wire.offset_of(head),
+                  RUN_HEADER: entry.run_id}
         if closed:
             answer["stream-closed"] = "true"
         return answer

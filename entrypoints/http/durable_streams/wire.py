@@ -13,7 +13,7 @@ from application.durable_catalog import Producer
 OFFSET_DIGITS = 16
 BEGINNING = "-1"
 NOW = "now"
-_OFFSET = re.compile(rf"^\d{{{OFFSET_DIGITS}}}$")
+_OFFSET = re.compile(rf"^(\d{{{OFFSET_DIGITS}}})_0{{{OFFSET_DIGITS}}}$")
 _TTL = re.compile(r"^(0|[1-9]\d{0,17})$")
 _INTEGER = re.compile(r"^(0|[1-9]\d{0,15})$")
 MAX_SAFE_INTEGER = 2**53 - 1
@@ -28,8 +28,10 @@ class BadRequest(Exception):
 
 def offset_of(sequence: int) -> str:
     """The offset after record `sequence` (0: before the first): zero-padded, so that
-    lexicographic order is sequence order and a read at `o` returns records after it."""
-    return f"{sequence:0{OFFSET_DIGITS}d}"
+    lexicographic order is sequence order and a read at `o` returns records after it.
+    The second part is a position inside a record, always 0 (a record boundary); it keeps
+    the shape the reference server uses, whose zero offset clients write down."""
+    return f"{sequence:0{OFFSET_DIGITS}d}_{0:0{OFFSET_DIGITS}d}"
 
 
 def parse_offset(values: list[str]) -> int | str:
@@ -43,9 +45,10 @@ def parse_offset(values: list[str]) -> int | str:
         return 0
     if value == NOW:
         return NOW
-    if _OFFSET.fullmatch(value) is None:
+    match = _OFFSET.fullmatch(value)
+    if match is None:
         raise BadRequest("malformed offset")
-    return int(value)
+    return int(match.group(1))
 
 
 def parse_ttl(value: str | None) -> int | None:
