@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from domain.producer_fencing import ProducerState
+
 
 @dataclass(frozen=True)
 class FacadeEntry:
@@ -32,12 +34,6 @@ class FacadeEntry:
             return True
         return (self.ttl_seconds is not None
                 and now >= self.touched_at + timedelta(seconds=self.ttl_seconds))
-
-
-@dataclass(frozen=True)
-class ProducerState:
-    epoch: int
-    last_seq: int
 
 
 class FacadeCatalog(Protocol):
@@ -84,23 +80,6 @@ class Producer:
         """Idempotency keys of the batch's records (short whatever the producer id)."""
         digest = hashlib.sha256(self.producer_id.encode()).hexdigest()[:32]
         return [f"ds:{digest}:{self.epoch}:{self.seq}:{index}" for index in range(count)]
-
-
-class StaleEpoch(Exception):
-    def __init__(self, current: int) -> None:
-        super().__init__(f"producer epoch is stale; current epoch {current}")
-        self.current = current
-
-
-class SequenceGap(Exception):
-    def __init__(self, expected: int, received: int) -> None:
-        super().__init__(f"producer sequence gap: expected {expected}, received {received}")
-        self.expected = expected
-        self.received = received
-
-
-class NewEpochNotAtZero(Exception):
-    """A producer's new epoch must start at sequence 0."""
 
 
 class WriterSeqRegression(Exception):

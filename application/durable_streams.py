@@ -28,21 +28,19 @@ from application.appending import AppendResult
 from application.durable_catalog import (
     FacadeCatalog,
     FacadeEntry,
-    NewEpochNotAtZero,
     PathInUse,
     Producer,
-    ProducerState,
-    SequenceGap,
-    StaleEpoch,
     StreamGone,
     WriterSeqRegression,
 )
 from application.durable_forks import FACADE_STREAM, copy_prefix, resolve_point
 from application.following import KeepaliveFrame
+from application.keyed_locks import KeyedLocks
 from application.ports import Clock, RecordPage
 from application.service import RunnelService
 from domain.errors import NotFound
 from domain.principal import Principal, Scope
+from domain.producer_fencing import ProducerState, admit
 
 FACADE_DEFINITION = {"stream_id": FACADE_STREAM, "content_class": "durable_streams.facade"}
 """Every facade stream's Runnel definition: the node's defaults for everything else."""
@@ -66,8 +64,7 @@ class DurableStreams:
         self._service = service
         self._catalog = catalog
         self._clock = clock
-        self._producer_locks: dict[tuple[str, str, str], asyncio.Lock] = {}
-        self._writer_locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._locks = KeyedLocks()
 
     async def find(self, principal: Principal, path: str) -> FacadeEntry:
         """The live entry of the path; NotFound, or StreamGone for a deleted source of forks
@@ -187,22 +184,14 @@ class DurableStreams:
         (checked before `writer_seq`, which must be above the last one accepted)."""
         if producer is None:
             return await self._append(principal, entry, list(records), close, writer_seq)
-        lock = self._producer_locks.setdefault(
-            (principal.tenant, entry.run_id, producer.producer_id), asyncio.Lock())
-        async with lock:
+        async with self._locks.held(("producer", principal.tenant, entry.run_id,
+                                     producer.producer_id)):
             state = await self._catalog.producer(principal.tenant, entry.run_id,
                                                  producer.producer_id)
-            if state is not None and producer.epoch < state.epoch:
-                raise StaleEpoch(state.epoch)
-            if state is None or producer.epoch > state.epoch:
-                if producer.seq != 0:
-                    if state is None:
-                        raise SequenceGap(0, producer.seq)
-                    raise NewEpochNotAtZero()
-            elif producer.seq <= state.last_seq:
+            if not admit(state, producer.epoch, producer.seq):
+                if close:  # a retry of an append-and-close whose close did not happen
+                    await self._store(principal, entry, [], close=True)
                 return None
-            elif producer.seq > state.last_seq + 1:
-                raise SequenceGap(state.last_seq + 1, producer.seq)
             # The keys make a retry after a crash between append and state write harmless.
             keys = producer.keys(len(records))
             keyed = [{**record, "idempotency_key": key}
@@ -225,8 +214,7 @@ class DurableStreams:
                       writer_seq: str | None) -> AppendResult | None:
         if writer_seq is None:
             return await self._store(principal, entry, records, close)
-        lock = self._writer_locks.setdefault((principal.tenant, entry.run_id), asyncio.Lock())
-        async with lock:
+        async with self._locks.held(("writer", principal.tenant, entry.run_id)):
             fresh = await self._catalog.find(principal.tenant, entry.path)
             last = fresh.writer_seq if fresh is not None else None
             # str order is code point order, which is UTF-8 byte order.

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from application.durable_catalog import FacadeEntry, ProducerState
+from application.durable_catalog import FacadeEntry
+from domain.producer_fencing import ProducerState
 
 
 class MemoryFacadeCatalog:

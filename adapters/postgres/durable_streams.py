@@ -13,7 +13,8 @@ from datetime import datetime
 
 import asyncpg
 
-from application.durable_catalog import FacadeEntry, ProducerState
+from application.durable_catalog import FacadeEntry
+from domain.producer_fencing import ProducerState
 
 _COLUMNS = ("path, run_id, content_type, ttl_seconds, expires_at, touched_at, closed_by, "
             "writer_seq, forked_from, fork_offset, fork_sub_offset, deleted")

@@ -13,16 +13,14 @@ from litestar.response import Stream
 from application.durable_catalog import (
     FacadeEntry,
     ForkRefused,
-    NewEpochNotAtZero,
     PathInUse,
-    SequenceGap,
-    StaleEpoch,
     StreamGone,
     WriterSeqRegression,
 )
 from application.durable_streams import DurableStreams, StreamConfig
 from domain.errors import DomainError, NotFound
 from domain.principal import Principal
+from domain.producer_fencing import NewEpochNotAtZero, SequenceGap, StaleEpoch
 from domain.records import INLINE_MAX_BYTES
 from entrypoints.http.durable_streams import wire
 from entrypoints.http.durable_streams.reads import ReadPlan, read_answer
