@@ -91,7 +91,8 @@ class StreamGone(Exception):
 
 
 class PathInUse(Exception):
-    """The path holds a stream with another configuration, or a deleted one (409)."""
+    """The path holds a stream with another configuration, a deleted one with forks, or
+    one under legal hold that a DELETE may not remove (409)."""
 
 
 class ForkRefused(Exception):

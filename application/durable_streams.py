@@ -76,7 +76,8 @@ class DurableStreams:
         if entry.deleted:
             raise StreamGone("stream was deleted")
         if entry.expired(self._clock.now()):
-            await self._delete(principal, entry)
+            with contextlib.suppress(PathInUse):  # held: expired, but nothing is deleted
+                await self._delete(principal, entry)
             raise NotFound("stream not found")
         return entry
 
@@ -241,7 +242,11 @@ class DurableStreams:
 
     async def _delete(self, principal: Principal, entry: FacadeEntry) -> None:
         """Erase the run; drop the entry unless forks of it remain; then drop every deleted
-        source up the chain that this left without forks."""
+        source up the chain that this left without forks. A stream under legal hold is
+        not deleted (SPEC: while held nothing of it is deleted)."""
+        stream = await self._service.definitions.get(principal, entry.run_id, FACADE_STREAM)
+        if stream.legal_hold:
+            raise PathInUse("the stream is under legal hold")
         await self._erase_run(principal, entry.run_id)
         if await self._catalog.forks_of(principal.tenant, entry.path):
             await self._catalog.mark_deleted(principal.tenant, entry.path)

@@ -95,6 +95,26 @@ def test_a_facade_stream_is_a_runnel_stream(server: RestartableServer) -> None:
         assert http.get(path).json() == [{"n": 1}, {"n": 2}, {"n": 3}]
 
 
+def test_a_held_stream_is_not_deleted_and_a_deleted_path_starts_afresh(
+        server: RestartableServer) -> None:
+    path = fresh("held")
+    admin = bearer(token(tenant="ds-tests", scopes=("streams:read", "streams:write",
+                                                      "streams:admin")))
+    with client(server.url) as http:
+        run_id = http.put(path, content="kept", headers=TEXT).headers["runnel-run-id"]
+        hold = f"{server.api}/runs/{run_id}/streams/stream/legal-hold"
+        assert httpx.put(hold, json={"held": True, "reason": "audit"},
+                         headers=admin).status_code == 200
+        assert http.delete(path).status_code == 409
+        assert http.get(path).text == "kept"
+        assert httpx.put(hold, json={"held": False}, headers=admin).status_code == 200
+        assert http.delete(path).status_code == 204
+        assert http.get(path).status_code == 404
+        again = http.put(path, content="new", headers=TEXT)
+        assert again.status_code == 201 and again.headers["runnel-run-id"] != run_id
+        assert http.get(path).text == "new"
+
+
 def test_sse_reconnect_loses_nothing_and_repeats_nothing(server: RestartableServer) -> None:
     """Appends run all along, also while the reader is away between its two connections."""
     path = fresh("sse")
