@@ -81,6 +81,10 @@ class DurableStreams:
             raise NotFound("stream not found")
         return entry
 
+    async def find_for_writing(self, principal: Principal, path: str) -> FacadeEntry:
+        principal.require_scope(Scope.WRITE)
+        return await self.find(principal, path)
+
     async def create(self, principal: Principal, path: str,
                      config: StreamConfig) -> tuple[FacadeEntry, bool]:
         """Returns the entry and whether this call made it (False: an identical one existed,

@@ -219,3 +219,32 @@ def test_the_anonymous_binding_is_off_by_default_and_loopback_only(tmp_path: Pat
     for host in ("0.0.0.0", "192.168.1.10", "::", "example.com"):
         with pytest.raises(ConfigurationError):
             refuse_unsafe_binding(bound, host)
+
+
+def test_hostile_input_is_refused_before_any_work(server: RestartableServer) -> None:
+    path = fresh("hostile")
+    with client(server.url) as http:
+        for headers in ({"stream-ttl": "9" * 18}, {"stream-ttl": "-1"},
+                        {"stream-ttl": "1", "stream-expires-at": "2099-01-01T00:00:00Z"},
+                        {"content-type": "text/" + "x" * 300},
+                        {"stream-forked-from": "/v1/stream/nowhere", "stream-fork-offset": "1"}):
+            assert http.put(path, headers=headers).status_code == 400, headers
+            assert http.head(path).status_code == 404  # a refused PUT leaves no trace
+        assert http.put(path, headers=JSON).status_code == 201
+        deep = "[" * 5000 + "]" * 5000
+        assert http.post(path, content=deep, headers=JSON).status_code in (400, 422)
+        for producer in ({"producer-id": "p" * 300, "producer-epoch": "0", "producer-seq": "0"},
+                         {"producer-id": "p", "producer-epoch": str(2**53), "producer-seq": "0"},
+                         {"producer-id": "p", "producer-epoch": "0"},
+                         {"producer-id": "", "producer-epoch": "0", "producer-seq": "0"}):
+            answer = http.post(path, content="[1]", headers={**JSON, **producer})
+            assert answer.status_code == 400, producer
+        for offset in ("1", "0000000000000001_0000000000000001", "abc", "-2", ""):
+            assert http.get(path, params={"offset": offset}).status_code == 400, offset
+        assert http.get(path).json() == []
+    reader = bearer(token(tenant="ds-tests", scopes=("streams:read",)))
+    closing = httpx.post(f"{server.url}/v1/stream/{path}",
+                         headers={**reader, "stream-closed": "true"})
+    assert closing.status_code == 403
+    with client(server.url) as http:
+        assert "stream-closed" not in http.head(path).headers

@@ -25,6 +25,7 @@ from domain.records import INLINE_MAX_BYTES
 from entrypoints.http.durable_streams import wire
 from entrypoints.http.durable_streams.reads import ReadPlan, read_answer
 from entrypoints.http.durable_streams.sse import sse_frames
+from entrypoints.http.inputs import check_record_depth
 from entrypoints.http.problems import problem_body
 
 NO_STORE = "no-store"
@@ -53,7 +54,7 @@ class Facade:
         forked_from, fork_offset, sub_offset = wire.parse_fork(
             headers.get("stream-forked-from"), headers.get("stream-fork-offset"),
             headers.get("stream-fork-sub-offset"), PREFIX)
-        content_type = headers.get("content-type")
+        content_type = wire.bounded(headers.get("content-type"), "Content-Type")
         if forked_from is not None:
             source = await self.streams.fork_source(principal, forked_from)
             if content_type is not None and (wire.media_type(content_type)
@@ -83,7 +84,7 @@ class Facade:
         producer = wire.parse_producer(headers.get("producer-id"),
                                        headers.get("producer-epoch"), headers.get("producer-seq"))
         body = await request.body()
-        entry = await self.streams.find(principal, path)
+        entry = await self.streams.find_for_writing(principal, path)
         if not body and not closing:
             raise wire.BadRequest("an append needs a body")
         status = await self.streams.status(principal, entry)
@@ -110,7 +111,8 @@ class Facade:
             records = to_records(entry.content_type, body, allow_empty_array=False)
         try:
             result = await self.streams.append(principal, entry, records, closing, producer,
-                                               headers.get("stream-seq"))
+                                               wire.bounded(headers.get("stream-seq"),
+                                                            "Stream-Seq"))
         except StaleEpoch as stale:
             return Response(None, status_code=403, headers={"producer-epoch": str(stale.current)})
         except SequenceGap as gap:
@@ -205,7 +207,7 @@ def to_records(content_type: str, body: bytes, allow_empty_array: bool) -> list[
                 for start in range(0, len(body), INLINE_MAX_BYTES)]
     try:
         value = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise wire.BadRequest("the body is not valid JSON") from None
     messages = value if isinstance(value, list) else [value]
     if not messages:
@@ -221,7 +223,9 @@ def to_records(content_type: str, body: bytes, allow_empty_array: bool) -> list[
             size = 2
         batches[-1].append(message)
         size += weight
-    return [{"payload": batch} for batch in batches]
+    records = [{"payload": batch} for batch in batches]
+    check_record_depth(records)  # the native rule: iterative, so no recursion limit is hit
+    return records
 
 
 def plain(status: int, message: str) -> Response[Any]:

@@ -20,6 +20,10 @@ MAX_SAFE_INTEGER = 2**53 - 1
 CURSOR_EPOCH = datetime.fromisoformat("2024-10-09T00:00:00+00:00")
 CURSOR_INTERVAL_SECONDS = 20
 DEFAULT_CONTENT_TYPE = "application/octet-stream"
+MAX_TTL_SECONDS = 10**10
+"""About 300 years: beyond it a TTL is refused rather than overflowing the clock."""
+MAX_HEADER_TEXT = 256
+"""Content types, `Stream-Seq` and producer ids are stored: no longer than this."""
 
 
 class BadRequest(Exception):
@@ -56,6 +60,8 @@ def parse_ttl(value: str | None) -> int | None:
         return None
     if _TTL.fullmatch(value) is None:
         raise BadRequest("Stream-TTL must be a non-negative decimal integer")
+    if int(value) > MAX_TTL_SECONDS:
+        raise BadRequest(f"Stream-TTL must be at most {MAX_TTL_SECONDS}")
     return int(value)
 
 
@@ -79,6 +85,7 @@ def parse_producer(producer_id: str | None, epoch: str | None,
         return None
     if not all(given) or not producer_id:
         raise BadRequest("Producer-Id, Producer-Epoch and Producer-Seq go together")
+    bounded(producer_id, "Producer-Id")
     assert epoch is not None and seq is not None
     return Producer(producer_id, _integer(epoch, "Producer-Epoch"), _integer(seq, "Producer-Seq"))
 
@@ -87,6 +94,12 @@ def _integer(value: str, name: str) -> int:
     if _INTEGER.fullmatch(value) is None or int(value) > MAX_SAFE_INTEGER:
         raise BadRequest(f"{name} must be a non-negative integer")
     return int(value)
+
+
+def bounded(value: str | None, name: str) -> str | None:
+    if value is not None and len(value) > MAX_HEADER_TEXT:
+        raise BadRequest(f"{name} is longer than {MAX_HEADER_TEXT} characters")
+    return value
 
 
 def is_closing(value: str | None) -> bool:
