@@ -10,6 +10,7 @@ from typing import Any
 
 from litestar import Request, Response, route
 from litestar.handlers import HTTPRouteHandler
+from litestar.params import FromPath
 
 from application.durable_streams import DurableStreams
 from application.service import RunnelService
@@ -73,7 +74,7 @@ def durable_streams_handlers(settings: Settings, auth: Authenticator,
                                   settings.durable_streams_long_poll_seconds))
         return facades[0]
 
-    async def dispatch(request: Request[Any, Any, Any], path: str) -> Response[Any]:
+    async def dispatch(request: Request[Any, Any, Any], path: FromPath[str]) -> Response[Any]:
         method = request.method
         path = path.removeprefix("/")
         try:
