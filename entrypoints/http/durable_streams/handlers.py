@@ -123,9 +123,13 @@ class Facade:
             return plain(409, str(regression))
         except NewEpochNotAtZero:
             raise wire.BadRequest("a new producer epoch starts at sequence 0") from None
-        after = await self.streams.status(principal, entry)
-        answer = {"stream-next-offset": wire.offset_of(after.head)}
-        if after.closed:
+        if result is not None and result.stored:  # the head this append committed at
+            head, closed = result.head, closing
+        else:
+            after = await self.streams.status(principal, entry)
+            head, closed = after.head, after.closed
+        answer = {"stream-next-offset": wire.offset_of(head)}
+        if closed:
             answer["stream-closed"] = "true"
         if producer is None:
             return Response(None, status_code=204, headers=answer)
