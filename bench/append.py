@@ -6,7 +6,7 @@ default `postgresql://postgres@127.0.0.1:5432/postgres`). Takes about a minute.
 Runs on uvloop, the loop `runnel serve` runs on (uvicorn picks it), for the floor
 and the application alike. Like pgbench, every run starts after a VACUUM.
 
-    .venv/bin/python bench/append.py [--seconds 2] [--rounds 3] [--locked] [--max-group 1]
+    .venv/bin/python -m bench.append [--seconds 2] [--rounds 3] [--locked] [--max-group 1]
 
 Scenarios (each runs for a fixed time and counts what was acknowledged):
 - raw floor: a plain asyncpg single-row INSERT-and-commit loop, 1 and 16

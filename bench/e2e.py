@@ -13,7 +13,7 @@ passes or fails on them.
 Readers and the producer are minimal raw-socket HTTP/1.1 clients (no JSON parsing except
 the latency timestamp), so the figures measure the server, not the client.
 
-Usage: `.venv/bin/python bench/e2e.py [--duration 10] [--rate 200] [--subscribers 1000]
+Usage: `.venv/bin/python -m bench.e2e [--duration 10] [--rate 200] [--subscribers 1000]
 [--backfill 100000] [--only latency fanout backfill] [--storage memory]`; the Postgres
 server comes from `RUNNEL_TEST_PG_DSN` (admin DSN). `--storage memory` runs the same load
 on the in-memory backend, to tell the HTTP/SSE layer's share from the storage path's.

@@ -4,7 +4,7 @@ Prints figures; never passes or fails. Runs against a throwaway database it crea
 and drops on the server of `RUNNEL_BENCH_PG_DSN` (an admin DSN, default
 `postgresql://postgres@127.0.0.1:5432/postgres`).
 
-    .venv/bin/python bench/scrape.py [--streams 0,10000,100000] [--scrapes 50]
+    .venv/bin/python -m bench.scrape [--streams 0,10000,100000] [--scrapes 50]
 
 For each store size (open streams, each with two declared consumers and one pending
 input delivery per hundred streams), the median and p95 of:

@@ -5,7 +5,7 @@ one worker on uvloop, on 127.0.0.1; this process is the load (uvloop, raw keep-a
 sockets, one request in flight per connection, so the client costs little and every
 candidate gets the same client).
 
-    .venv/bin/python bench/servers.py [--seconds 5] [--connections 32] [--rounds 3]
+    .venv/bin/python -m bench.servers [--seconds 5] [--connections 32] [--rounds 3]
                                       [--only trivial append]
 
 Candidates: uvicorn + httptools (what `runnel serve` ran before ADR 0021), uvicorn + h11,
@@ -19,11 +19,9 @@ The median of the rounds is printed.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -34,8 +32,9 @@ from typing import Any
 import psutil
 import uvloop
 
+from bench.rawhttp import free_port, load, request, send_once, wait_listening
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 SECRET = "bench-servers-secret-0123456789abcdef0123456789"
 CANDIDATES = ("uvicorn-httptools", "uvicorn-h11", "uvicorn-bounded", "granian")
@@ -88,12 +87,6 @@ def serve(candidate: str, app_name: str, port: int) -> None:
                 lifespan="on", access_log=False, ws="none")
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _token() -> str:
     from entrypoints.tokens import mint_token
 
@@ -103,69 +96,20 @@ def _token() -> str:
 
 def _request(app_name: str, auth: str) -> bytes:
     if app_name == "trivial":
-        return b"GET / HTTP/1.1\r\nHost: bench\r\n\r\n"
+        return request("GET", "/")
     body = json.dumps({"records": [{"payload": {"token": "Hel"}}]}).encode()
-    return (f"POST /api/workflow-streams/runs/{RUN}/streams/{STREAM}/records HTTP/1.1\r\n"
-            f"Host: bench\r\nAuthorization: Bearer {auth}\r\n"
-            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
-            ).encode() + body
-
-
-async def _exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                    request: bytes) -> int:
-    writer.write(request)
-    head = await reader.readuntil(b"\r\n\r\n")
-    length = 0
-    for line in head.split(b"\r\n"):
-        if line[:15].lower() == b"content-length:":
-            length = int(line[15:])
-    await reader.readexactly(length)
-    return int(head.split(b" ", 2)[1])
+    return request("POST", f"/api/workflow-streams/runs/{RUN}/streams/{STREAM}/records", body,
+                   {"Authorization": f"Bearer {auth}", "Content-Type": "application/json"})
 
 
 async def _create_stream(port: int, auth: str) -> None:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
     body = json.dumps({"stream_id": STREAM, "content_class": "output.text",
                        "credit": {"max_unread_items": 100_000,
                                   "max_total_items": 1_000_000}}).encode()
-    status = await _exchange(reader, writer, (
-        f"POST /api/workflow-streams/runs/{RUN}/streams HTTP/1.1\r\nHost: bench\r\n"
-        f"Authorization: Bearer {auth}\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n").encode() + body)
-    writer.close()
+    status, _ = await send_once(port, request(
+        "POST", f"/api/workflow-streams/runs/{RUN}/streams", body,
+        {"Authorization": f"Bearer {auth}", "Content-Type": "application/json"}))
     assert status in (200, 201), status
-
-
-async def _load(port: int, request: bytes, connections: int, seconds: float) -> float:
-    stop = time.perf_counter() + seconds
-    counts: list[int] = []
-
-    async def one() -> None:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        done = 0
-        while time.perf_counter() < stop:
-            status = await _exchange(reader, writer, request)
-            assert status < 300, status
-            done += 1
-        writer.close()
-        counts.append(done)
-
-    started = time.perf_counter()
-    await asyncio.gather(*(one() for _ in range(connections)))
-    return sum(counts) / (time.perf_counter() - started)
-
-
-async def _wait_listening(port: int, process: subprocess.Popen[bytes]) -> None:
-    for _ in range(300):
-        if process.poll() is not None:
-            raise RuntimeError("server exited")
-        try:
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.close()
-            return
-        except OSError:
-            await asyncio.sleep(0.1)
-    raise RuntimeError("server did not listen")
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -186,20 +130,20 @@ async def measure(candidate: str, app_name: str, args: argparse.Namespace
             import granian  # noqa: F401
         except ImportError:
             return None
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, **ENV}
-    process = subprocess.Popen([sys.executable, __file__, "--serve", candidate, "--app", app_name,
-                                "--port", str(port)], env=env, cwd=ROOT)
+    process = subprocess.Popen([sys.executable, "-m", "bench.servers", "--serve", candidate,
+                                "--app", app_name, "--port", str(port)], env=env, cwd=ROOT)
     try:
-        await _wait_listening(port, process)
+        await wait_listening(port, process)
         auth = _token()
         if app_name == "append":
             await _create_stream(port, auth)
-        request = _request(app_name, auth)
-        await _load(port, request, args.connections, 1.0)  # warm up
+        message = _request(app_name, auth)
+        await load(port, lambda _: message, args.connections, 1.0)  # warm up
         cpu = _cpu_seconds(process.pid)
         started = time.perf_counter()
-        rate = await _load(port, request, args.connections, args.seconds)
+        rate = (await load(port, lambda _: message, args.connections, args.seconds)).rate
         served = rate * (time.perf_counter() - started)
         return rate, (_cpu_seconds(process.pid) - cpu) * 1000 / served
     finally:

@@ -115,12 +115,15 @@ def _inputs(settings: Settings) -> str:
     if kind == "webhook":
         return (f"are delivered to the webhook at {settings.webhook_url}, signed with "
                 "RUNNEL_WEBHOOK_SECRET (2xx = delivered)")
+    if kind == "dbos":
+        return ("are sent to each run's DBOS workflow (topic: the stream id; delivered once "
+                "committed in the DBOS system database)")
     if kind == "notify":
         return (f"are published as NOTIFY on {settings.notify_channel!r} (only sessions "
                 "listening at that moment receive them)")
     if kind == "memory":
         return "are kept in this process (RUNNEL_STORAGE=memory: no workflow gets them)"
-    return ("will stay pending until RUNNEL_WAIT_SERVICE is set (webhook or notify); "
+    return ("will stay pending until RUNNEL_WAIT_SERVICE is set (webhook, dbos or notify); "
             "see status.pending_inputs and runnel_input_pending")
 
 

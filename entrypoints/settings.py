@@ -185,9 +185,11 @@ class Settings(BaseSettings):
     """Read the whole store's outbox backlogs and consumer lag at each scrape (one query,
     about 1 ms per 1,000 consumers). Every node reports the same figures: on a large
     store, keep this on for one or two nodes only (ADR 0030)."""
-    wait_service: Literal["none", "webhook", "notify", "memory"] | None = None
+    wait_service: Literal["none", "webhook", "notify", "memory", "dbos"] | None = None
     """Where input events go: `webhook` POSTs each to `webhook_url` (delivered: the receiver
-    answered 2xx); `notify` sends each as a Postgres NOTIFY on `notify_channel` (published:
+    answered 2xx); `dbos` sends each to the run's DBOS workflow through the DBOS system
+    database at `dbos_database_url` (delivered: the message committed there, ADR 0043);
+    `notify` sends each as a Postgres NOTIFY on `notify_channel` (published:
     only sessions listening at commit get it); `none` delivers nothing, input records stay
     pending until a node with a wait service takes them; `memory` keeps them in this
     process (`storage=memory` only). Unset → `memory` with `storage=memory`, else `none`
@@ -197,6 +199,9 @@ class Settings(BaseSettings):
     """The key every webhook is signed with (HMAC-SHA256, Standard Webhooks): at least
     32 bytes, `whsec_<base64>` or plain text; required with `wait_service=webhook`
     (ADR 0022)."""
+    dbos_database_url: SecretStr | None = None
+    """The DBOS system database (`postgresql://…`; it may be Runnel's own Postgres server),
+    required with `wait_service=dbos`; DBOS's own migrations must have made it."""
     notify_channel: str = Field("runnel_input_events", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
     delivery_lease_seconds: float = Field(30.0, gt=0)
     """How long a worker's claim on an outbox row lasts; a dead worker's rows are taken over
@@ -309,6 +314,9 @@ class Settings(BaseSettings):
             raise ValueError("RUNNEL_WAIT_SERVICE=webhook needs RUNNEL_WEBHOOK_SECRET, the "
                              f"key its requests are signed with (at least "
                              f"{MIN_WEBHOOK_KEY_BYTES} bytes)")
+        if kind == "dbos" and self.dbos_database_url is None:
+            raise ValueError("RUNNEL_WAIT_SERVICE=dbos needs RUNNEL_DBOS_DATABASE_URL, the DBOS "
+                             "system database its workflows run on")
         if kind == "notify" and self.storage != "postgres":
             raise ValueError("RUNNEL_WAIT_SERVICE=notify needs RUNNEL_STORAGE=postgres")
         if kind == "memory" and self.storage != "memory":
@@ -337,7 +345,7 @@ class Settings(BaseSettings):
             return ("RS256", "EdDSA")
         return ("HS256",)
 
-    def wait_service_kind(self) -> Literal["none", "webhook", "notify", "memory"]:
+    def wait_service_kind(self) -> Literal["none", "webhook", "notify", "memory", "dbos"]:
         if self.wait_service is not None:
             return self.wait_service
         return "memory" if self.storage == "memory" else "none"

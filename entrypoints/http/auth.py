@@ -29,6 +29,7 @@ from entrypoints.jwks import CachedUrlKeys, StaticKeys
 from entrypoints.request_context import note_tenant
 from entrypoints.settings import Settings
 from entrypoints.subscribe_tokens import SubscribeTokens, is_subscribe_token
+from entrypoints.token_cache import VerifiedTokens
 from entrypoints.tokens import PublicKeys, TokenPolicy, TokenVerifier
 
 MAX_TOKEN_LENGTH = 4096
@@ -40,7 +41,9 @@ class Authenticator:
                  revoked: RevocationList | None = None) -> None:
         self._secret = secret
         """The node's HS256 secret (it signs what the node mints)."""
-        self._verifier = verifier or TokenVerifier(TokenPolicy(), secret)
+        self._verified = VerifiedTokens(verifier or TokenVerifier(TokenPolicy(), secret))
+        """Each token verified once while it stays valid (ADR 0044); revocation below is
+        checked on every request."""
         self._url_keys = url_keys
         self.revoked = revoked or RevocationList()
 
@@ -89,7 +92,7 @@ class Authenticator:
             raise Unauthenticated("a bearer token is required")
         if len(token) > MAX_TOKEN_LENGTH:
             raise Unauthenticated("token is too long")
-        principal = self._verifier.verify(token)
+        principal = self._verified.verify(token)
         if self.revoked.refuses(principal.tenant, principal.token_id):
             raise Unauthenticated("token has been revoked")
         note_tenant(principal.tenant)

@@ -1,0 +1,292 @@
+"""Appends over HTTP beside the echo floor of the same server stack, in one run (issue 15).
+
+Prints figures; never passes or fails. Starts, in processes of their own:
+- the **echo floor**: a trivial Litestar handler that reads the body and answers a constant
+  201 JSON, served exactly as `runnel serve` serves (uvicorn, the bounded httptools protocol
+  of ADR 0021, uvloop, one process); a plain-ASGI echo on the same stack is printed too, as
+  the floor of the server itself;
+- `runnel serve --no-workers` on a throwaway database it creates and drops on the server of
+  `RUNNEL_BENCH_PG_DSN` (admin DSN, default `postgresql://postgres@127.0.0.1:5432/postgres`).
+
+This process is the load: `bench/rawhttp.py`, raw keep-alive sockets on uvloop, one request
+in flight per connection. Scenarios (fresh streams every round, so credit never binds):
+single-record appends at 1 and 16 connections on one hot stream, 16 connections on 16
+streams, and batches of 100 records at 8 connections on 8 streams. Each figure is the median
+of the rounds, with p50/p99 latency per request, and single appends as a ratio of the floor.
+
+    .venv/bin/python -m bench.http [--seconds 5] [--rounds 3] [--peers]
+
+`--peers` (`make bench-peers`) also runs the same client against the Durable Streams
+reference server (`@durable-streams/server` from npm, file-backed, installed into a temp dir
+on demand; skipped with a message when `node` is missing): single JSON messages at 16
+connections on 16 streams, and JSON arrays of 100 messages at 8 connections on 8 streams.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import uvloop
+
+from bench.rawhttp import Figure, free_port, load, request, send_once, wait_listening
+
+ROOT = Path(__file__).resolve().parent.parent
+ADMIN_DSN = os.environ.get("RUNNEL_BENCH_PG_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
+SECRET = "bench-http-secret-0123456789abcdef0123456789abcdef"
+RECORDS = "/api/workflow-streams/runs/{run}/streams/{stream}/records"
+ECHO_BODY = b'{"appended":[{"seq":1}],"head":1}'
+
+
+def litestar_echo() -> Any:
+    from litestar import Litestar, Request, post
+
+    @post("/{path:path}", status_code=201)
+    async def echo(request: Request[Any, Any, Any]) -> Any:
+        await request.body()
+        return json.loads(ECHO_BODY)
+
+    return Litestar([echo], openapi_config=None)
+
+
+async def asgi_echo(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    if scope["type"] == "lifespan":
+        while (await receive())["type"] != "lifespan.shutdown":
+            await send({"type": "lifespan.startup.complete"})
+        await send({"type": "lifespan.shutdown.complete"})
+        return
+    while (await receive()).get("more_body"):
+        pass
+    await send({"type": "http.response.start", "status": 201,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(ECHO_BODY)).encode())]})
+    await send({"type": "http.response.body", "body": ECHO_BODY})
+
+
+def serve_echo(kind: str, port: int) -> None:
+    """The echo side (its own process), on the stack `runnel serve` runs."""
+    import uvicorn
+
+    from entrypoints.http.connections import ConnectionBudget, bounded_protocol, connection_limits
+    from entrypoints.settings import Settings
+
+    app = litestar_echo() if kind == "litestar" else asgi_echo
+    http = bounded_protocol(ConnectionBudget(connection_limits(Settings())))
+    uvicorn.run(app, host="127.0.0.1", port=port, http=http, loop="uvloop", log_level="warning",
+                lifespan="on", access_log=False, ws="none")
+
+
+ENV = {"RUNNEL_JWT_SECRET": SECRET, "RUNNEL_MAX_CONNECTIONS_PER_ADDRESS": "10000",
+       "RUNNEL_DATA_DIR": "/tmp/runnel-bench-http", "RUNNEL_LOG_LEVEL": "WARNING"}
+
+
+@contextmanager
+def process(args: list[str], env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
+    child = subprocess.Popen(args, env={**os.environ, **ENV, **env}, cwd=ROOT,
+                             stdout=subprocess.DEVNULL)
+    try:
+        yield child
+    finally:
+        child.send_signal(signal.SIGTERM)
+        try:
+            child.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+def _dsn_for(database: str) -> str:
+    parts = urlsplit(ADMIN_DSN)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + database, parts.query, parts.fragment))
+
+
+def _token() -> str:
+    from entrypoints.tokens import mint_token
+
+    return mint_token(SECRET, tenant="bench", sub="bench",
+                      scopes=("streams:read", "streams:write"), ttl_seconds=3600)
+
+
+class Runnel:
+    """Request bytes for one running `runnel serve`."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.headers = {"Authorization": f"Bearer {_token()}",
+                        "Content-Type": "application/json"}
+
+    async def create(self, run: str, stream: str) -> None:
+        body = json.dumps({"stream_id": stream, "content_class": "output.text",
+                           "credit": {"max_unread_items": 100_000,
+                                      "max_total_items": 1_000_000}}).encode()
+        status, answer = await send_once(self.port, request(
+            "POST", f"/api/workflow-streams/runs/{run}/streams", body, self.headers))
+        if status not in (200, 201):
+            raise RuntimeError(f"create answered {status}: {answer[:300]!r}")
+
+    def append(self, run: str, stream: str, records: int) -> bytes:
+        body = json.dumps({"records": [{"payload": {"token": "Hel"}}] * records}).encode()
+        return request("POST", RECORDS.format(run=run, stream=stream), body, self.headers)
+
+
+async def scenario(runnel: Runnel, connections: int, streams: int, records: int,
+                   seconds: float) -> Figure:
+    run = f"r-{uuid.uuid4().hex[:10]}"
+    names = [f"s{index}" for index in range(streams)]
+    for name in names:
+        await runnel.create(run, name)
+    messages = [runnel.append(run, name, records) for name in names]
+    return await load(runnel.port, lambda index: messages[index % streams], connections, seconds)
+
+
+def _median(figures: list[Figure]) -> Figure:
+    return Figure(rate=statistics.median(f.rate for f in figures),
+                  p50_ms=statistics.median(f.p50_ms for f in figures),
+                  p99_ms=statistics.median(f.p99_ms for f in figures))
+
+
+async def echo_floor(kind: str, connections: int, seconds: float, rounds: int) -> Figure:
+    port = free_port()
+    body = json.dumps({"records": [{"payload": {"token": "Hel"}}]}).encode()
+    message = request("POST", RECORDS.format(run="r", stream="s"), body,
+                      {"Content-Type": "application/json"})
+    command = [sys.executable, "-m", "bench.http", "--serve-echo", kind, "--port", str(port)]
+    with process(command, {}) as child:
+        await wait_listening(port, child)
+        await load(port, lambda _: message, connections, 1.0)  # warm up
+        return _median([await load(port, lambda _: message, connections, seconds)
+                        for _ in range(rounds)])
+
+
+SCENARIOS: list[tuple[str, int, int, int]] = [
+    # label, connections, streams, records per request
+    ("single, 1 conn, 1 stream", 1, 1, 1),
+    ("single, 16 conns, 1 hot stream", 16, 1, 1),
+    ("single, 16 conns, 16 streams", 16, 16, 1),
+    ("batch of 100, 8 conns, 8 streams", 8, 8, 100),
+]
+
+
+async def runnel_figures(args: argparse.Namespace) -> dict[str, Figure]:
+    database = f"runnel_bench_http_{uuid.uuid4().hex[:8]}"
+    admin = await asyncpg.connect(ADMIN_DSN)
+    await admin.execute(f'CREATE DATABASE "{database}"')
+    port = free_port()
+    try:
+        with process([sys.executable, "-m", "entrypoints.cli", "serve", "--port", str(port),
+                      "--no-workers"], {"RUNNEL_DATABASE_URL": _dsn_for(database)}) as child:
+            await wait_listening(port, child)
+            runnel = Runnel(port)
+            await scenario(runnel, 16, 16, 1, 1.0)  # warm up
+            results: dict[str, list[Figure]] = {label: [] for label, *_ in SCENARIOS}
+            for _ in range(args.rounds):
+                for label, connections, streams, records in SCENARIOS:
+                    results[label].append(
+                        await scenario(runnel, connections, streams, records, args.seconds))
+            return {label: _median(figures) for label, figures in results.items()}
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        await admin.close()
+
+
+PEER_PACKAGE = "@durable-streams/server@0.3.7"
+PEER_SERVER = """
+const { DurableStreamTestServer } = require(process.argv[1]);
+new DurableStreamTestServer({ host: "127.0.0.1", port: Number(process.argv[2]),
+                              dataDir: process.argv[3] }).start();
+"""
+
+
+async def peer_figures(args: argparse.Namespace) -> dict[str, Figure] | str:
+    """The Durable Streams reference server under the same client, or why it did not run."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        return "skipped: node and npm are needed for the Durable Streams reference server"
+    with tempfile.TemporaryDirectory(prefix="runnel-bench-peer-") as folder:
+        installed = subprocess.run(["npm", "install", "--silent", "--prefix", folder,
+                                    PEER_PACKAGE], capture_output=True, text=True)
+        if installed.returncode != 0:
+            return f"skipped: npm install {PEER_PACKAGE} failed: {installed.stderr[-300:]}"
+        module = str(Path(folder) / "node_modules" / "@durable-streams" / "server")
+        port = free_port()
+        data = Path(folder) / "data"
+        data.mkdir()
+        with process(["node", "-e", PEER_SERVER, module, str(port), str(data)], {}) as child:
+            await wait_listening(port, child)
+            json_type = {"Content-Type": "application/json"}
+            results: dict[str, list[Figure]] = {"single": [], "batch": []}
+            for round_number in range(args.rounds + 1):  # the first round warms up
+                for label, connections, records in (("single", 16, 1), ("batch", 8, 100)):
+                    paths = [f"/v1/stream/r{round_number}-{label}-{index}"
+                             for index in range(connections)]
+                    for path in paths:
+                        status, answer = await send_once(port, request("PUT", path, b"",
+                                                                       json_type))
+                        if status not in (200, 201):
+                            raise RuntimeError(f"peer create answered {status}: {answer!r}")
+                    body = json.dumps([{"token": "Hel"}] * records).encode()
+                    messages = [request("POST", path, body, json_type) for path in paths]
+                    figure = await load(port, lambda index, messages=messages: messages[index],
+                                        connections, 1.0 if round_number == 0 else args.seconds)
+                    if round_number:
+                        results[label].append(figure)
+            return {label: _median(figures) for label, figures in results.items()}
+
+
+def _line(label: str, figure: Figure, records: int, ratio: Callable[[Figure], str]) -> str:
+    return (f"  {label:36} {figure.rate:>9,.0f} req/s {figure.rate * records:>10,.0f} rec/s"
+            f"   p50 {figure.p50_ms:6.2f} ms  p99 {figure.p99_ms:7.2f} ms  {ratio(figure)}")
+
+
+async def main(args: argparse.Namespace) -> None:
+    print(f"{args.seconds:g} s a round, median of {args.rounds} rounds, "
+          f"{os.cpu_count()} cores; one request in flight per keep-alive connection")
+    floor = await echo_floor("litestar", 16, args.seconds, args.rounds)
+    plain = await echo_floor("asgi", 16, args.seconds, args.rounds)
+    print(_line("echo floor (Litestar), 16 conns", floor, 1, lambda _: "1.00x floor"))
+    print(_line("plain ASGI echo, 16 conns", plain, 1,
+                lambda figure: f"{figure.rate / floor.rate:.2f}x floor"))
+    figures = await runnel_figures(args)
+    for label, _, _, records in SCENARIOS:
+        print(_line(label, figures[label], records,
+                    lambda figure, records=records: "" if records > 1
+                    else f"{figure.rate / floor.rate:.2f}x floor"))
+    if not args.peers:
+        return
+    peers = await peer_figures(args)
+    if isinstance(peers, str):
+        print(f"  Durable Streams reference server: {peers}")
+        return
+    ours = figures["batch of 100, 8 conns, 8 streams"].rate * 100
+    print(_line("DS reference, single, 16 conns, 16 st", peers["single"], 1,
+                lambda figure: f"{figure.rate / floor.rate:.2f}x floor"))
+    print(_line("DS reference, batch of 100, 8 conns", peers["batch"], 100,
+                lambda figure: f"Runnel batches: {ours / (figure.rate * 100):.2f}x this"))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--peers", action="store_true",
+                        help="also measure the Durable Streams reference server")
+    parser.add_argument("--serve-echo", choices=("litestar", "asgi"), help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parsed = parser.parse_args()
+    if parsed.serve_echo:
+        serve_echo(parsed.serve_echo, parsed.port)
+    else:
+        uvloop.run(main(parsed))

@@ -1,0 +1,106 @@
+"""A raw HTTP/1.1 keep-alive load client for the benchmarks: no HTTP library in the hot loop.
+
+Each connection keeps one request in flight (write, read the head, read exactly
+`Content-Length` bytes), so the client costs little and every server under test gets the
+same client. `load` runs N such connections for a fixed time and returns the rate and
+the per-request latencies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import statistics
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def request(method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None
+            ) -> bytes:
+    """One HTTP/1.1 request's bytes, with `Host` and `Content-Length` set."""
+    lines = [f"{method} {path} HTTP/1.1", "Host: bench"]
+    lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
+    if body or method in ("POST", "PUT"):
+        lines.append(f"Content-Length: {len(body)}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+async def exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                   message: bytes) -> tuple[int, bytes]:
+    """Send one request on a keep-alive connection; the status and the body."""
+    writer.write(message)
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line[:15].lower() == b"content-length:":
+            length = int(line[15:])
+    body = await reader.readexactly(length)
+    return int(head.split(b" ", 2)[1]), body
+
+
+async def send_once(port: int, message: bytes) -> tuple[int, bytes]:
+    """One request on a connection of its own (set-up steps)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        return await exchange(reader, writer, message)
+    finally:
+        writer.close()
+
+
+@dataclass(frozen=True)
+class Figure:
+    """Requests/s over the run, and latency percentiles in milliseconds."""
+
+    rate: float
+    p50_ms: float
+    p99_ms: float
+
+
+async def load(port: int, message_for: Callable[[int], bytes], connections: int,
+               seconds: float) -> Figure:
+    """`connections` keep-alive connections, connection `i` sending `message_for(i)` in a
+    loop for `seconds`; any status >= 300 stops the run with an error."""
+    stop = time.perf_counter() + seconds
+    latencies: list[float] = []
+
+    async def one(index: int) -> None:
+        message = message_for(index)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            while time.perf_counter() < stop:
+                sent = time.perf_counter()
+                status, body = await exchange(reader, writer, message)
+                if status >= 300:
+                    raise RuntimeError(f"answered {status}: {body[:300]!r}")
+                latencies.append(time.perf_counter() - sent)
+        finally:
+            writer.close()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one(index) for index in range(connections)))
+    elapsed = time.perf_counter() - started
+    ordered = sorted(latencies)
+    return Figure(rate=len(ordered) / elapsed,
+                  p50_ms=1000 * statistics.median(ordered),
+                  p99_ms=1000 * ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))])
+
+
+async def wait_listening(port: int, process: subprocess.Popen[bytes]) -> None:
+    for _ in range(600):
+        if process.poll() is not None:
+            raise RuntimeError("server exited")
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.close()
+            return
+        except OSError:
+            await asyncio.sleep(0.1)
+    raise RuntimeError("server did not listen")
