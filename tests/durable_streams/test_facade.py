@@ -67,6 +67,9 @@ def test_the_tenant_comes_from_the_token(server: RestartableServer) -> None:
         assert b.get(path).text == "b's"
     anonymous = httpx.put(f"{server.url}/v1/stream/{path}", headers=TEXT)
     assert anonymous.status_code == 401
+    assert anonymous.headers["www-authenticate"].startswith("Bearer")  # the error table's
+    assert anonymous.headers["x-content-type-options"] == "nosniff"  # and the protocol's
+    assert anonymous.headers["access-control-allow-origin"] == "*"
     reader_only = httpx.post(f"{server.url}/v1/stream/{path}", content="x", headers={
         **TEXT, **bearer(token(tenant="ds-a", scopes=("streams:read",)))})
     assert reader_only.status_code == 403

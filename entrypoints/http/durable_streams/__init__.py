@@ -17,6 +17,7 @@ from application.service import RunnelService
 from domain.principal import Principal, Scope
 from entrypoints.http.auth import Authenticator
 from entrypoints.http.durable_streams.handlers import PREFIX, Facade, facade_error
+from entrypoints.http.problems import problem_response
 from entrypoints.settings import ConfigurationError, Settings
 
 log = logging.getLogger("runnel.durable_streams")
@@ -90,11 +91,8 @@ def durable_streams_handlers(settings: Settings, auth: Authenticator,
                 answer = await facade().delete(request, path)
             else:
                 answer = await facade().read(request, path)
-        except Exception as exc:
-            refusal = facade_error(exc)
-            if refusal is None:
-                raise
-            answer = refusal
+        except Exception as exc:  # every answer gets the headers below, refusals too
+            answer = facade_error(exc) or problem_response(request, exc)
         for name, value in COMMON_HEADERS.items():
             answer.headers.setdefault(name, value)
         return answer

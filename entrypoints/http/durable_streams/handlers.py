@@ -18,7 +18,7 @@ from application.durable_catalog import (
     WriterSeqRegression,
 )
 from application.durable_streams import DurableStreams, StreamConfig
-from domain.errors import DomainError, NotFound
+from domain.errors import NotFound
 from domain.principal import Principal
 from domain.producer_fencing import NewEpochNotAtZero, SequenceGap, StaleEpoch
 from domain.records import INLINE_MAX_BYTES
@@ -26,7 +26,6 @@ from entrypoints.http.durable_streams import wire
 from entrypoints.http.durable_streams.reads import ReadPlan, read_answer
 from entrypoints.http.durable_streams.sse import sse_frames
 from entrypoints.http.inputs import check_record_depth
-from entrypoints.http.problems import problem_body
 
 NO_STORE = "no-store"
 PREFIX = "/v1/stream"
@@ -237,7 +236,8 @@ def plain(status: int, message: str) -> Response[Any]:
 
 
 def facade_error(exc: Exception) -> Response[Any] | None:
-    """The protocol's answer to a refusal; None: not the facade's to answer."""
+    """The protocol's answer to a refusal; None: the error table's (problem+json, with its
+    headers: `Retry-After` on 429 and 503, `WWW-Authenticate` on 401)."""
     if isinstance(exc, wire.BadRequest | ForkRefused):
         return plain(400, str(exc))
     if isinstance(exc, PathInUse):
@@ -246,10 +246,6 @@ def facade_error(exc: Exception) -> Response[Any] | None:
         return plain(410, str(exc))
     if isinstance(exc, NotFound):
         return plain(404, "stream not found")
-    if isinstance(exc, DomainError | PermissionError):
-        body = problem_body(exc)
-        return Response(body, status_code=body["status"],
-                        media_type="application/problem+json")
     return None
 
 
