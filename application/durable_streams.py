@@ -92,7 +92,7 @@ class DurableStreams:
         principal.require_scope(Scope.WRITE)
         existing = await self._existing(principal, path)
         if existing is not None:
-            return self._same(principal, existing, config), False
+            return self._same(existing, config), False
         run_id = RUN_PREFIX + uuid.uuid4().hex
         await self._service.definitions.create(principal, run_id, dict(FACADE_DEFINITION))
         config = await self._fork(principal, config, run_id)
@@ -103,7 +103,7 @@ class DurableStreams:
         entry = await self._catalog.insert(principal.tenant, fresh)
         if entry.run_id != run_id:  # another create of the path won
             await self._erase_run(principal, run_id)
-            return self._same(principal, entry, config), False
+            return self._same(entry, config), False
         return entry, True
 
     async def fork_source(self, principal: Principal, path: str) -> FacadeEntry:
@@ -122,7 +122,7 @@ class DurableStreams:
             raise PathInUse("the path belongs to a deleted stream that still has forks") from None
 
     @staticmethod
-    def _same(principal: Principal, entry: FacadeEntry, config: StreamConfig) -> FacadeEntry:
+    def _same(entry: FacadeEntry, config: StreamConfig) -> FacadeEntry:
         mine = (entry.content_type.split(";")[0].strip().lower(), entry.ttl_seconds,
                 entry.expires_at, entry.forked_from,
                 entry.fork_offset if entry.forked_from else None, entry.fork_sub_offset or 0)
