@@ -7,6 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
 .PHONY: install run test lint lock clean browser deploy-tools fuzz chaos bench-http bench-peers
+.PHONY: conformance conformance-deps
 
 $(STAMP): requirements.lock pyproject.toml sdk/python/pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -25,7 +26,7 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-test: lint browser deploy-tools
+test: lint browser deploy-tools conformance-deps
 	$(BIN)/pytest
 
 # The viewer test drives Debian's chromium (through Playwright's `executable_path`,
@@ -39,6 +40,19 @@ browser:
 deploy-tools:
 	test -x /usr/sbin/nginx || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y nginx)
 	test -x /usr/bin/systemd-analyze || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y systemd)
+
+# The Durable Streams conformance suite (tests/conformance, ADR 0041): its npm packages go into
+# tests/conformance/node_modules (ignored) from the committed lock, once per lock change.
+CONFORMANCE := tests/conformance
+$(CONFORMANCE)/node_modules/.installed-stamp: $(CONFORMANCE)/package-lock.json
+	cd $(CONFORMANCE) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+conformance-deps: $(CONFORMANCE)/node_modules/.installed-stamp
+
+# The suite alone, against a `runnel serve` it starts on Postgres; prints the counts.
+conformance: install conformance-deps
+	$(BIN)/pytest -s -p no:randomly $(CONFORMANCE)/test_conformance.py
 
 # The long fuzz run (ADR 0026): schemathesis with FUZZ_EXAMPLES cases per operation, then
 # each atheris target for FUZZ_SECONDS, its corpus kept in .fuzz/<target> between runs;

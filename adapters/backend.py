@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from prometheus_client.registry import Collector
 
+from application.durable_catalog import FacadeCatalog
 from application.ports import (
     Clock,
     DeletionOutbox,
@@ -61,6 +62,8 @@ class Backend:
     committer, LISTEN, the pool and the store's figures; memory: nothing)."""
     refresh_metrics: Callable[[float], Awaitable[None]] | None = None
     """Reads, within the given seconds, the figures a scrape needs from the store."""
+    facade_catalog: FacadeCatalog | None = None
+    """The Durable Streams facade's catalog (ADR 0041); None: the facade is not served."""
 
     def ports(self, objects: ObjectStore, wait_service: WorkflowWaitService | None,
               clock: Clock) -> Ports:

@@ -153,6 +153,14 @@ def _inputs(settings: Settings) -> str:
             "see status.pending_inputs and runnel_input_pending")
 
 
+def _warn_durable_streams_binding(settings: Settings, host: str) -> None:
+    from entrypoints.http.durable_streams import refuse_unsafe_binding
+
+    warning = refuse_unsafe_binding(settings, host)  # ValueError off loopback
+    if warning is not None:
+        print(warning, file=sys.stderr, flush=True)
+
+
 def _serve(args: argparse.Namespace) -> int:
     from entrypoints.http import create_asgi_app
     from entrypoints.http.connections import ConnectionBudget, bounded_protocol, connection_limits
@@ -162,6 +170,7 @@ def _serve(args: argparse.Namespace) -> int:
     settings = Settings(workers=False) if args.no_workers else Settings()
     listening = listening_socket(args.host, args.port)
     _preflight(settings)
+    _warn_durable_streams_binding(settings, args.host)
     start_tracing(settings)
     budget = ConnectionBudget(connection_limits(settings))
     draining = Draining()

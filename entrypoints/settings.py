@@ -96,6 +96,12 @@ class Settings(BaseSettings):
     sweep_seconds: float = Field(5.0, gt=0)
     sse_stall_seconds: float = Field(60.0, gt=0)
     """A subscriber taking no frame for this long is disconnected (it resumes losing nothing)."""
+    durable_streams_anonymous_tenant: str | None = Field(None, pattern=r"^[A-Za-z0-9._:-]{1,128}$")
+    """For a conformance run only: requests without a token on the Durable Streams facade
+    (`/v1/stream/…`, ADR 0041) act in this tenant. Off by default; `runnel serve` warns
+    loudly when it is set and refuses it unless it listens on loopback."""
+    durable_streams_long_poll_seconds: float = Field(20.0, gt=0)
+    """How long a facade long-poll waits for data before answering 204."""
     max_subscriptions_per_principal: int = Field(100, gt=0)
     """Concurrent subscriptions of one principal, counted across every node on the database."""
     subscription_lease_seconds: float = Field(60.0, gt=0)

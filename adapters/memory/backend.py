@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from adapters.backend import Backend
 from adapters.memory.bus import MemoryWakeBus
+from adapters.memory.durable_streams import MemoryFacadeCatalog
 from adapters.memory.outboxes import MemoryDeliveryOutbox
 from adapters.memory.revoked_tokens import MemoryRevokedTokens
 from adapters.memory.store import MemoryStreamStore
@@ -25,4 +26,4 @@ def memory_backend(clock: Clock | None = None) -> Backend:
     return Backend(store=store, reader=store, gaps=store, bus=bus, outbox=outbox,
                    deletions=store.deletions, leases=MemorySubscriptionLeases(),
                    revoked=MemoryRevokedTokens(), upkeep=MemoryStorageUpkeep(store, outbox),
-                   leadership=MemoryLeadership)
+                   leadership=MemoryLeadership, facade_catalog=MemoryFacadeCatalog())

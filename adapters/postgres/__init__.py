@@ -17,6 +17,7 @@ from adapters.backend import Backend
 from adapters.postgres.bus import ListenSettings, PostgresWakeBus
 from adapters.postgres.codec import AggregateCodec
 from adapters.postgres.deletions import PostgresDeletionOutbox
+from adapters.postgres.durable_streams import PostgresFacadeCatalog
 from adapters.postgres.gaps import PostgresGapEvidence
 from adapters.postgres.group_commit import GroupCommitter
 from adapters.postgres.leadership import PostgresLeadership
@@ -115,6 +116,7 @@ async def open_postgres(dsn: str, *, region: str = DEFAULT_REGION, migrate: bool
         upkeep=PostgresStorageUpkeep(pool, region),
         leadership=lambda: PostgresLeadership(dsn, region, database_bounds),
         notify=lambda channel: PostgresNotifyWaitService(pool, channel),
+        facade_catalog=PostgresFacadeCatalog(pool),
     )
     try:
         await bus.start(listen=listen)

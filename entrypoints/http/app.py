@@ -26,6 +26,7 @@ from entrypoints.http.auth import Authenticator, SubscribeAuthenticator
 from entrypoints.http.connections import ConnectionBudget, ConnectionMetrics
 from entrypoints.http.disconnects import client_disconnects
 from entrypoints.http.draining import Draining
+from entrypoints.http.durable_streams import durable_streams_handlers
 from entrypoints.http.handlers.operations import Probe, Scrape
 from entrypoints.http.limits import header_limit
 from entrypoints.http.openapi import PublishedRules
@@ -92,7 +93,10 @@ def create_app(settings: Settings, host: NodeHost | None = None,
 
     return Litestar(
         route_handlers=[*operation_handlers(),
-                        api_router(settings, auth, SubscribeAuthenticator(auth, subscribe_tokens))],
+                        api_router(settings, auth, SubscribeAuthenticator(auth, subscribe_tokens)),
+                        *durable_streams_handlers(settings, auth, lambda: host.node.service,
+                                                  lambda: host.node.backend.facade_catalog,
+                                                  lambda: host.node.clock)],
         dependencies={
             "service": Provide(provide_service, sync_to_thread=False),
             "metrics": Provide(provide_metrics, sync_to_thread=False),

@@ -1,0 +1,252 @@
+"""The facade's handlers: parse the protocol's headers, call `DurableStreams`, answer with
+the protocol's status codes and headers (ADR 0041)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from litestar import Request, Response
+from litestar.response import Stream
+
+from application.durable_catalog import (
+    FacadeEntry,
+    ForkRefused,
+    PathInUse,
+    StreamGone,
+    WriterSeqRegression,
+)
+from application.durable_streams import DurableStreams, StreamConfig
+from domain.errors import NotFound
+from domain.principal import Principal
+from domain.producer_fencing import NewEpochNotAtZero, SequenceGap, StaleEpoch
+from domain.records import INLINE_MAX_BYTES
+from entrypoints.http.durable_streams import wire
+from entrypoints.http.durable_streams.reads import ReadPlan, read_answer
+from entrypoints.http.durable_streams.sse import sse_frames
+from entrypoints.http.inputs import check_record_depth
+
+NO_STORE = "no-store"
+PREFIX = "/v1/stream"
+RUN_HEADER = "runnel-run-id"
+
+
+class Facade:
+    """Holds what every handler needs; `principal_of` is the tenant rule (a token, or
+    the conformance binding)."""
+
+    def __init__(self, streams: DurableStreams, principal_of: Any, clock: Any,
+                 long_poll_seconds: float) -> None:
+        self.streams = streams
+        self.principal_of = principal_of
+        self.clock = clock
+        self.long_poll_seconds = long_poll_seconds
+
+    async def create(self, request: Request[Any, Any, Any], path: str) -> Response[Any]:
+        principal = self.principal_of(request)
+        headers = request.headers
+        ttl = wire.parse_ttl(headers.get("stream-ttl"))
+        expires_at = wire.parse_expires_at(headers.get("stream-expires-at"))
+        if ttl is not None and expires_at is not None:
+            raise wire.BadRequest("Stream-TTL and Stream-Expires-At exclude each other")
+        forked_from, fork_offset, sub_offset = wire.parse_fork(
+            headers.get("stream-forked-from"), headers.get("stream-fork-offset"),
+            headers.get("stream-fork-sub-offset"), PREFIX)
+        content_type = wire.bounded(headers.get("content-type"), "Content-Type")
+        if forked_from is not None:
+            source = await self.streams.fork_source(principal, forked_from)
+            if content_type is not None and (wire.media_type(content_type)
+                                             != wire.media_type(source.content_type)):
+                return plain(409, "a fork has its source's content type")
+            content_type = content_type or source.content_type
+        content_type = content_type or wire.DEFAULT_CONTENT_TYPE
+        closing = wire.is_closing(headers.get("stream-closed"))
+        records = to_records(content_type, await request.body(), allow_empty_array=True)
+        config = StreamConfig(content_type, ttl, expires_at, forked_from, fork_offset,
+                              sub_offset)
+        entry, created = await self.streams.create(principal, path, config)
+        if created and (records or closing):
+            await self.streams.append(principal, entry, records, closing, None)
+        status = await self.streams.status(principal, entry)
+        if not created and status.closed != closing:
+            return plain(409, "stream exists with a different closure status")
+        answer = self._meta(entry, status.head, status.closed)
+        if created:
+            answer["location"] = str(request.url)
+        return Response(None, status_code=201 if created else 200, headers=answer)
+
+    async def append(self, request: Request[Any, Any, Any], path: str) -> Response[Any]:
+        principal = self.principal_of(request)
+        headers = request.headers
+        closing = wire.is_closing(headers.get("stream-closed"))
+        producer = wire.parse_producer(headers.get("producer-id"),
+                                       headers.get("producer-epoch"), headers.get("producer-seq"))
+        body = await request.body()
+        entry = await self.streams.find_for_writing(principal, path)
+        if not body and not closing:
+            raise wire.BadRequest("an append needs a body")
+        status = await self.streams.status(principal, entry)
+        if status.closed:
+            if producer is not None and entry.closed_by == producer.tuple_text:
+                return Response(None, status_code=204, headers={
+                    **self._closed(status.head), **producer_headers(producer.epoch,
+                                                                    producer.seq)})
+            if not body:
+                return Response(None, status_code=204, headers=self._closed(status.head))
+            if producer is not None:
+                state = await self.streams.producer_state(principal, entry, producer.producer_id)
+                if state is not None and producer.epoch < state.epoch:
+                    return Response(None, status_code=403,
+                                    headers={"producer-epoch": str(state.epoch)})
+            return Response(None, status_code=409, headers=self._closed(status.head))
+        records: list[dict[str, Any]] = []
+        if body:
+            content_type = headers.get("content-type")
+            if content_type is None:
+                raise wire.BadRequest("Content-Type is required")
+            if wire.media_type(content_type) != wire.media_type(entry.content_type):
+                return plain(409, "content type does not match the stream's")
+            records = to_records(entry.content_type, body, allow_empty_array=False)
+        try:
+            result = await self.streams.append(principal, entry, records, closing, producer,
+                                               wire.bounded(headers.get("stream-seq"),
+                                                            "Stream-Seq"))
+        except StaleEpoch as stale:
+            return Response(None, status_code=403, headers={"producer-epoch": str(stale.current)})
+        except SequenceGap as gap:
+            return Response(None, status_code=409, headers={
+                "producer-expected-seq": str(gap.expected),
+                "producer-received-seq": str(gap.received)})
+        except WriterSeqRegression as regression:
+            return plain(409, str(regression))
+        except NewEpochNotAtZero:
+            raise wire.BadRequest("a new producer epoch starts at sequence 0") from None
+        if result is not None and result.stored:  # the head this append committed at
+            head, closed = result.head, closing
+        else:
+            after = await self.streams.status(principal, entry)
+            head, closed = after.head, after.closed
+        answer = {"stream-next-offset": wire.offset_of(head)}
+        if closed:
+            answer["stream-closed"] = "true"
+        if producer is None:
+            return Response(None, status_code=204, headers=answer)
+        if result is None:  # a duplicate batch: the highest accepted sequence
+            state = await self.streams.producer_state(principal, entry, producer.producer_id)
+            seq = state.last_seq if state is not None else producer.seq
+            return Response(None, status_code=204,
+                            headers={**answer, **producer_headers(producer.epoch, seq)})
+        return Response(None, status_code=200,
+                        headers={**answer, **producer_headers(producer.epoch, producer.seq)})
+
+    async def head(self, request: Request[Any, Any, Any], path: str) -> Response[Any]:
+        principal = self.principal_of(request)
+        entry = await self.streams.find(principal, path)
+        status = await self.streams.status(principal, entry)
+        answer = self._meta(entry, status.head, status.closed)
+        answer["cache-control"] = NO_STORE
+        if entry.ttl_seconds is not None:
+            answer["stream-ttl"] = str(entry.ttl_seconds)
+        if entry.expires_at is not None:
+            answer["stream-expires-at"] = entry.expires_at.isoformat().replace("+00:00", "Z")
+        return Response(None, status_code=200, headers=answer)
+
+    async def delete(self, request: Request[Any, Any, Any], path: str) -> Response[Any]:
+        principal = self.principal_of(request)
+        await self.streams.delete(principal, path)
+        return Response(None, status_code=204)
+
+    async def read(self, request: Request[Any, Any, Any], path: str) -> Response[Any]:
+        principal = self.principal_of(request)
+        query = request.query_params
+        live = query.get("live")
+        offsets = query.getall("offset", [])
+        if live in ("long-poll", "sse") and not offsets:
+            raise wire.BadRequest(f"live={live} needs an offset")
+        offset = wire.parse_offset(offsets)
+        entry = await self.streams.find(principal, path)
+        await self.streams.touch(principal, entry)
+        plan = ReadPlan(self, principal, entry, offset, query.get("cursor"))
+        if live == "sse":
+            return await self._sse(plan)
+        return await read_answer(plan, live == "long-poll", request.headers.get("if-none-match"))
+
+    async def _sse(self, plan: ReadPlan) -> Response[Any]:
+        start = await plan.start()
+        headers = {"cache-control": "no-cache", "content-type": "text/event-stream"}
+        if not wire.is_text(plan.entry.content_type):
+            headers["stream-sse-data-encoding"] = "base64"
+        return Stream(sse_frames(plan, start), status_code=200, headers=headers,
+                      media_type="text/event-stream")
+
+    def _meta(self, entry: FacadeEntry, head: int, closed: bool) -> dict[str, str]:
+        """PUT and HEAD also name the Runnel run that holds the stream (its stream id is
+        `stream`), for the native API: legal hold, consumers, the viewer."""
+        answer = {"content-type": entry.content_type, "stream-next-offset": wire.offset_of(head),
+                  RUN_HEADER: entry.run_id}
+        if closed:
+            answer["stream-closed"] = "true"
+        return answer
+
+    @staticmethod
+    def _closed(head: int) -> dict[str, str]:
+        return {"stream-closed": "true", "stream-next-offset": wire.offset_of(head)}
+
+
+def producer_headers(epoch: int, seq: int) -> dict[str, str]:
+    return {"producer-epoch": str(epoch), "producer-seq": str(seq)}
+
+
+def to_records(content_type: str, body: bytes, allow_empty_array: bool) -> list[dict[str, Any]]:
+    """Runnel records of one request body, one per append where it fits inline. JSON mode
+    flattens one array level into messages and stores them as one array payload (a
+    batch too large for one record is cut between messages); any other type is bytes,
+    cut into inline-sized records. A read joins them again."""
+    if not body:
+        return []
+    if not wire.is_json(content_type):
+        return [{"data": base64.b64encode(body[start:start + INLINE_MAX_BYTES]).decode()}
+                for start in range(0, len(body), INLINE_MAX_BYTES)]
+    try:
+        value = json.loads(body)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise wire.BadRequest("the body is not valid JSON") from None
+    messages = value if isinstance(value, list) else [value]
+    if not messages:
+        if not allow_empty_array:
+            raise wire.BadRequest("an empty JSON array appends nothing")
+        return []
+    batches: list[list[Any]] = [[]]
+    size = 2
+    for message in messages:
+        weight = len(json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()) + 1
+        if batches[-1] and size + weight > INLINE_MAX_BYTES:
+            batches.append([])
+            size = 2
+        batches[-1].append(message)
+        size += weight
+    records = [{"payload": batch} for batch in batches]
+    check_record_depth(records)  # the native rule: iterative, so no recursion limit is hit
+    return records
+
+
+def plain(status: int, message: str) -> Response[Any]:
+    return Response(message, status_code=status, media_type="text/plain")
+
+
+def facade_error(exc: Exception) -> Response[Any] | None:
+    """The protocol's answer to a refusal; None: the error table's (problem+json, with its
+    headers: `Retry-After` on 429 and 503, `WWW-Authenticate` on 401)."""
+    if isinstance(exc, wire.BadRequest | ForkRefused):
+        return plain(400, str(exc))
+    if isinstance(exc, PathInUse):
+        return plain(409, str(exc))
+    if isinstance(exc, StreamGone):
+        return plain(410, str(exc))
+    if isinstance(exc, NotFound):
+        return plain(404, "stream not found")
+    return None
+
+
+__all__ = ["Facade", "Principal", "facade_error"]

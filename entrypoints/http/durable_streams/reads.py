@@ -1,0 +1,94 @@
+"""Catch-up and long-poll reads: a read at offset `o` returns exactly the records after it
+(the cursor rule); the body joins them (bytes) or wraps them in one JSON array (JSON)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from litestar import Response
+
+from application.durable_catalog import FacadeEntry
+from application.ports import RecordPage, StoredRecord
+from domain.principal import Principal
+from entrypoints.http.durable_streams import wire
+
+if TYPE_CHECKING:
+    from entrypoints.http.durable_streams.handlers import Facade
+
+PAGE = 1000
+CACHEABLE = "private, max-age=60, stale-while-revalidate=300"
+
+
+@dataclass
+class ReadPlan:
+    facade: Facade
+    principal: Principal
+    entry: FacadeEntry
+    offset: int | str
+    echoed_cursor: str | None
+
+    async def start(self) -> int:
+        """The sequence the read starts after (`now`: the head)."""
+        if self.offset == wire.NOW:
+            return (await self.facade.streams.status(self.principal, self.entry)).head
+        assert isinstance(self.offset, int)
+        return self.offset
+
+    async def page(self, after: int) -> RecordPage:
+        return await self.facade.streams.read(self.principal, self.entry, after, PAGE)
+
+    def cursor(self) -> str:
+        return str(wire.Cursor.next(self.facade.clock.now(), self.echoed_cursor))
+
+    def body(self, records: list[StoredRecord]) -> bytes:
+        return render(self.entry.content_type, records)
+
+
+def render(content_type: str, records: list[StoredRecord]) -> bytes:
+    """Bytes joined; JSON: the messages of every record in one array."""
+    if wire.is_json(content_type):
+        parts = [messages_json(record) for record in records]
+        return ("[" + ",".join(part for part in parts if part) + "]").encode()
+    return b"".join(record.data or b"" for record in records)
+
+
+def messages_json(record: StoredRecord) -> str:
+    """A record's messages as JSON array elements, without the brackets."""
+    payload = record.payload if isinstance(record.payload, list) else [record.payload]
+    return ",".join(json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+                    for message in payload)
+
+
+async def read_answer(plan: ReadPlan, long_poll: bool, if_none_match: str | None) -> Response[Any]:
+    after = await plan.start()
+    page = await plan.page(after)
+    if long_poll and not page.records and not page.closed and await plan.facade.streams.\
+            wait_beyond(plan.principal, plan.entry, after, plan.facade.long_poll_seconds):
+        page = await plan.page(after)
+    records = list(page.records)
+    end = records[-1].sequence if records else after
+    up_to_date = end >= page.head
+    headers = {"stream-next-offset": wire.offset_of(end),
+               "content-type": plan.entry.content_type}
+    if up_to_date:
+        headers["stream-up-to-date"] = "true"
+    closed = page.closed and up_to_date
+    if closed:
+        headers["stream-closed"] = "true"
+    else:
+        headers["stream-cursor"] = plan.cursor()
+    if long_poll and not records:
+        return Response(None, status_code=204, headers=headers)
+    if plan.offset == wire.NOW:
+        headers["cache-control"] = "no-store"
+    else:
+        tag = wire.etag(plan.entry.run_id, after, end, closed)
+        headers["etag"] = tag
+        headers["cache-control"] = CACHEABLE
+        if if_none_match is not None and tag in [part.strip() for part in
+                                                 if_none_match.split(",")]:
+            return Response(None, status_code=304, headers=headers)
+    return Response(plan.body(records), status_code=200, headers=headers,
+                    media_type=plan.entry.content_type)
