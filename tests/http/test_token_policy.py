@@ -128,8 +128,8 @@ def test_rs256_and_eddsa_tokens_verify_against_a_jwks_file(tmp_path: Path, key: 
 
 def test_a_token_signed_by_another_key_is_refused(keys: StaticKeys) -> None:
     verifier = TokenVerifier(ASYMMETRIC, keys=keys)
-    assert "not a valid" in refusal(verifier, OTHER_RSA.sign(claims()))
-    assert "not a valid" in refusal(verifier, ed25519_key("ed-1").sign(claims()))
+    assert "signature does not match" in refusal(verifier, OTHER_RSA.sign(claims()))
+    assert "signature does not match" in refusal(verifier, ed25519_key("ed-1").sign(claims()))
 
 
 def test_a_kid_naming_another_algorithms_key_is_refused(keys: StaticKeys) -> None:
@@ -151,7 +151,7 @@ def test_hs256_signed_with_the_public_key_as_secret_is_refused(keys: StaticKeys)
     assert "algorithm is not accepted" in refusal(TokenVerifier(ASYMMETRIC, keys=keys), token)
     # Even with HS256 also accepted, HS256 is checked with the secret only, never a JWKS key.
     both = TokenVerifier(TokenPolicy(algorithms=("RS256", "HS256")), SECRET, keys)
-    assert "not a valid" in refusal(both, token)
+    assert "signature does not match" in refusal(both, token)
     assert both.verify(hs256()).sub == "alice"
     assert both.verify(RSA.sign(claims())).sub == "alice"
 
@@ -174,7 +174,7 @@ def test_a_jwks_keeps_only_asymmetric_keys_with_a_kid() -> None:
                              StaticKeys(keys))
     shared = jwt.encode(claims(), SECRET + "-other-0123456789", algorithm="HS256",
                         headers={"kid": "shared"})
-    assert "not a valid" in refusal(verifier, shared)
+    assert "signature does not match" in refusal(verifier, shared)
 
 
 def test_a_jwks_file_that_cannot_serve_is_a_configuration_error(tmp_path: Path) -> None:

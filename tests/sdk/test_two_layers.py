@@ -222,7 +222,7 @@ async def test_the_in_memory_follower_applies_the_same_rules() -> None:
             items = await follower.wait_for(lambda items: live_chunks(items, "marker") == ["m"])
         finally:
             await follower.stop()
-        records = (await runnel.read("r", "s"))["records"]
+        records = (await runnel.read("r", "s")).records
     assert live_chunks(items, "s1") == ["a", "b"]
     assert [item.step for item in items if isinstance(item, Record)] == [None, "s1"]
-    assert records[1]["idempotency_key"] == "s1"
+    assert records[1].idempotency_key == "s1"

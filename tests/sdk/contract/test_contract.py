@@ -18,7 +18,6 @@ from tests.sdk.support import Collector
 
 DEFINITION = {"stream_id": "s", "content_class": "output.text", "consumers": ["ui"]}
 RECORD_KEYS = {"sequence", "content_type", "appended_at", "payload"}
-PAGE_KEYS = {"records", "next_cursor", "head", "earliest", "closed"}
 
 
 async def test_append_and_read_answer_with_the_servers_shapes(target: Target,
@@ -36,21 +35,16 @@ async def test_append_and_read_answer_with_the_servers_shapes(target: Target,
         repeat = await runnel.append(run_id, "s", [{"payload": {"n": 1}, "idempotency_key": "k1"}])
         binary = await runnel.append(run_id, "s", [{"data": "AAE=",
                                                     "content_type": "application/x-bin"}])
-        assert (first, repeat, binary) == ({"sequences": [1, 2], "head": 2},
-                                           {"sequences": [1], "head": 2},
-                                           {"sequences": [3], "head": 3})
+        assert (first, repeat, binary) == ({"sequences": [1, 2], "head": 2, "duplicates": []},
+                                           {"sequences": [1], "head": 2, "duplicates": [0]},
+                                           {"sequences": [3], "head": 3, "duplicates": []})
         page = await runnel.read(run_id, "s", after=1, limit=1)
-        assert set(page) == PAGE_KEYS
-        assert (page["next_cursor"], page["head"], page["earliest"], page["closed"]) == (
-            2, 3, 1, False)
-        [two] = page["records"]
-        assert set(two) == RECORD_KEYS
-        assert (two["sequence"], two["payload"], two["content_type"]) == (
-            2, "two", "application/json")
-        records = (await runnel.read(run_id, "s"))["records"]
-        assert records[0]["idempotency_key"] == "k1"
-        assert {key: records[2][key] for key in ("data", "content_type")} == {
-            "data": "AAE=", "content_type": "application/x-bin"}
+        assert (page.next_cursor, page.head, page.earliest, page.closed) == (2, 3, 1, False)
+        [two] = page.records
+        assert (two.sequence, two.payload, two.content_type) == (2, "two", "application/json")
+        records = (await runnel.read(run_id, "s")).records
+        assert records[0].idempotency_key == "k1"
+        assert (records[2].data, records[2].content_type) == ("AAE=", "application/x-bin")
         with pytest.raises(RunnelError) as future:
             await runnel.read(run_id, "s", after=9)
         assert (future.value.status, future.value.code) == (400, "future_cursor")
@@ -149,7 +143,7 @@ async def test_credit_refuses_the_records_past_the_unread_ceiling(target: Target
             await runnel.append(run_id, "s", [{"payload": n} for n in range(500)])
         assert (full.value.status, full.value.code) == (429, "backpressure")
         assert full.value.retry_after > 0
-        assert (await runnel.read(run_id, "s", after=999))["head"] == 1000  # nothing stored
+        assert (await runnel.read(run_id, "s", after=999)).head == 1000  # nothing stored
         await runnel.ack(run_id, "s", "ui", 500)
         appended = await runnel.append(run_id, "s", [{"payload": n} for n in range(500)])
         assert appended["sequences"] == list(range(1001, 1501))
@@ -166,7 +160,7 @@ async def test_an_oversize_payload_is_refused_and_names_its_ceiling(target: Targ
         with pytest.raises(RunnelError) as refused:
             await runnel.append(run_id, "s", [{"payload": "x" * 70_000}])
         assert (refused.value.status, refused.value.code) == (413, "too_large")
-        assert (await runnel.read(run_id, "s"))["head"] == 0  # the good record went too
+        assert (await runnel.read(run_id, "s")).head == 0  # the good record went too
 
 
 async def test_a_misspelled_record_field_is_refused(target: Target, run_id: str) -> None:
@@ -182,7 +176,7 @@ async def test_a_misspelled_record_field_is_refused(target: Target, run_id: str)
             await runnel.append(run_id, "s", [{"paylod": 2}])
         assert (refused.value.status, refused.value.code) == (422, "invalid_record")
         assert "paylod" in refused.value.problem["detail"]
-        assert (await runnel.read(run_id, "s"))["head"] == 0
+        assert (await runnel.read(run_id, "s")).head == 0
 
 
 async def test_a_closed_stream_refuses_appends_and_close_is_idempotent(
@@ -195,7 +189,7 @@ async def test_a_closed_stream_refuses_appends_and_close_is_idempotent(
         with pytest.raises(RunnelError) as closed:
             await runnel.append(run_id, "s", [{"payload": 2}])
         assert (closed.value.status, closed.value.code) == (409, "stream_closed")
-        assert (await runnel.read(run_id, "s"))["closed"] is True
+        assert (await runnel.read(run_id, "s")).closed is True
         assert [item.sequence async for item in runnel.follow(run_id, "s")] == [1]
 
 
@@ -217,8 +211,8 @@ async def test_the_sync_face_appends_reads_and_follows(target: Target, run_id: s
         with target.client() as runnel:
             runnel.create_stream(run_id, DEFINITION)
             assert runnel.append(run_id, "s", [{"payload": 1}, {"payload": 2}]) == {
-                "sequences": [1, 2], "head": 2}
-            assert [r["sequence"] for r in runnel.read(run_id, "s")["records"]] == [1, 2]
+                "sequences": [1, 2], "head": 2, "duplicates": []}
+            assert [r.sequence for r in runnel.read(run_id, "s").records] == [1, 2]
             with pytest.raises(RunnelError) as oversize:
                 runnel.append(run_id, "s", [{"payload": "x" * 70_000}])
             assert oversize.value.code == "too_large"
@@ -273,4 +267,4 @@ async def test_a_best_effort_stream_stores_nothing_and_delivers_live(target: Tar
         await follower.stop()
         assert all(isinstance(item, LiveEvent) for item in items)
         page = await runnel.read(run_id, "s")
-        assert (page["head"], page["records"]) == (0, [])
+        assert (page.head, page.records) == (0, [])

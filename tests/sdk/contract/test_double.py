@@ -69,4 +69,4 @@ def test_one_node_serves_callers_on_several_loops_and_threads() -> None:
         assert asyncio.run(append(1)) == [1]
         assert asyncio.run(append(2)) == [2]  # another loop, the same node
         with node.client() as runnel:
-            assert runnel.read("r", "s")["head"] == 2
+            assert runnel.read("r", "s").head == 2
