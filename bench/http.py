@@ -14,7 +14,7 @@ single-record appends at 1 and 16 connections on one hot stream, 16 connections 
 streams, and batches of 100 records at 8 connections on 8 streams. Each figure is the median
 of the rounds, with p50/p99 latency per request, and single appends as a ratio of the floor.
 
-    .venv/bin/python -m bench.http [--seconds 5] [--rounds 3] [--peers]
+    .venv/bin/python -m bench.http [--seconds 5] [--rounds 3] [--processes 1,2] [--peers]
 
 `--peers` (`make bench-peers`) also runs the same client against the Durable Streams
 reference server (`@durable-streams/server` from npm, file-backed, installed into a temp dir
@@ -181,14 +181,15 @@ SCENARIOS: list[tuple[str, int, int, int]] = [
 ]
 
 
-async def runnel_figures(args: argparse.Namespace) -> dict[str, Figure]:
+async def runnel_figures(args: argparse.Namespace, processes: int) -> dict[str, Figure]:
     database = f"runnel_bench_http_{uuid.uuid4().hex[:8]}"
     admin = await asyncpg.connect(ADMIN_DSN)
     await admin.execute(f'CREATE DATABASE "{database}"')
     port = free_port()
     try:
         with process([sys.executable, "-m", "entrypoints.cli", "serve", "--port", str(port),
-                      "--no-workers"], {"RUNNEL_DATABASE_URL": _dsn_for(database)}) as child:
+                      "--no-workers", "--processes", str(processes)],
+                     {"RUNNEL_DATABASE_URL": _dsn_for(database)}) as child:
             await wait_listening(port, child)
             runnel = Runnel(port)
             await scenario(runnel, 16, 16, 1, 1.0)  # warm up
@@ -259,18 +260,22 @@ async def main(args: argparse.Namespace) -> None:
     print(_line("echo floor (Litestar), 16 conns", floor, 1, lambda _: "1.00x floor"))
     print(_line("plain ASGI echo, 16 conns", plain, 1,
                 lambda figure: f"{figure.rate / floor.rate:.2f}x floor"))
-    figures = await runnel_figures(args)
-    for label, _, _, records in SCENARIOS:
-        print(_line(label, figures[label], records,
-                    lambda figure, records=records: "" if records > 1
-                    else f"{figure.rate / floor.rate:.2f}x floor"))
+    batch_rates: list[float] = []
+    for processes in args.processes:
+        figures = await runnel_figures(args, processes)
+        batch_rates.append(figures["batch of 100, 8 conns, 8 streams"].rate * 100)
+        print(f"  runnel serve --processes {processes}:")
+        for label, _, _, records in SCENARIOS:
+            print(_line(label, figures[label], records,
+                        lambda figure, records=records: "" if records > 1
+                        else f"{figure.rate / floor.rate:.2f}x floor"))
     if not args.peers:
         return
     peers = await peer_figures(args)
     if isinstance(peers, str):
         print(f"  Durable Streams reference server: {peers}")
         return
-    ours = figures["batch of 100, 8 conns, 8 streams"].rate * 100
+    ours = max(batch_rates)
     print(_line("DS reference, single, 16 conns, 16 st", peers["single"], 1,
                 lambda figure: f"{figure.rate / floor.rate:.2f}x floor"))
     print(_line("DS reference, batch of 100, 8 conns", peers["batch"], 100,
@@ -281,6 +286,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--processes", type=lambda text: [int(n) for n in text.split(",")],
+                        default=[1, 2], help="`runnel serve --processes` values to measure")
     parser.add_argument("--peers", action="store_true",
                         help="also measure the Durable Streams reference server")
     parser.add_argument("--serve-echo", choices=("litestar", "asgi"), help=argparse.SUPPRESS)

@@ -54,10 +54,11 @@ class _Server(uvicorn.Server):
     """Uvicorn, announcing where to go once the app has started and the socket listens."""
 
     def __init__(self, config: uvicorn.Config, settings: Settings,
-                 draining: Draining | None = None) -> None:
+                 draining: Draining | None = None, banner: bool = True) -> None:
         super().__init__(config)
         self._settings = settings
         self._draining = draining
+        self._banner = banner
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         """Readiness off for the pre-stop delay, every subscription ended with a frame,
@@ -70,6 +71,8 @@ class _Server(uvicorn.Server):
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
         if not self.started:
+            return
+        if not self._banner:
             return
         if sockets is not None:  # uvicorn says where it runs only for sockets it bound itself
             self._log_started_message(sockets)
@@ -162,22 +165,36 @@ def _warn_durable_streams_binding(settings: Settings, host: str) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from entrypoints.processes import ServeArgs, run
+
+    settings = Settings(workers=False) if args.no_workers else Settings()
+    count = settings.serve_processes(args.processes)
+    listening = listening_socket(args.host, args.port)
+    _preflight(settings)
+    _warn_durable_streams_binding(settings, args.host)
+    if count == 1:
+        build_server(settings, args.host, args.port, args.access_log).run(sockets=[listening])
+        return 0
+    return run(ServeArgs(args.host, args.access_log, settings.workers,
+                         settings.prestop_seconds + settings.shutdown_grace_seconds + 10),
+               listening, count)
+
+
+def build_server(settings: Settings, host: str, port: int, access_log: bool,
+                 banner: bool = True) -> uvicorn.Server:
+    """One serving process: the app on uvicorn with the bounded protocol (ADR 0021)."""
     from entrypoints.http import create_asgi_app
     from entrypoints.http.connections import ConnectionBudget, bounded_protocol, connection_limits
     from entrypoints.http.draining import Draining
     from entrypoints.tracing import start_tracing
 
-    settings = Settings(workers=False) if args.no_workers else Settings()
-    listening = listening_socket(args.host, args.port)
-    _preflight(settings)
-    _warn_durable_streams_binding(settings, args.host)
     start_tracing(settings)
     budget = ConnectionBudget(connection_limits(settings))
     draining = Draining()
     config = uvicorn.Config(
-        create_asgi_app(settings, budget, draining), host=args.host, port=args.port,
+        create_asgi_app(settings, budget, draining), host=host, port=port,
         lifespan="on",
-        log_config=logging_config(settings), access_log=args.access_log,
+        log_config=logging_config(settings), access_log=access_log,
         # Forwarded headers count only from a trusted proxy's connection (ADR 0033).
         proxy_headers=bool(settings.trusted_proxies),
         forwarded_allow_ips=list(settings.trusted_proxies),
@@ -185,8 +202,7 @@ def _serve(args: argparse.Namespace) -> int:
         http=bounded_protocol(budget), ws="none",
         timeout_keep_alive=settings.idle_timeout_seconds,  # type: ignore[arg-type]
     )
-    _Server(config, settings, draining).run(sockets=[listening])
-    return 0
+    return _Server(config, settings, draining, banner)
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
@@ -270,6 +286,12 @@ def _region(value: str) -> str:
     return value
 
 
+def _positive(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"not a positive whole number: {value!r}")
+    return int(value)
+
+
 def _fence(args: argparse.Namespace) -> int:
     """Record a fence (or lift it); a fence returns once no write of the region commits."""
     settings = Settings()
@@ -350,6 +372,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--no-workers", action="store_true",
                        help="API only (for extra replicas; workers run elsewhere)")
     serve.add_argument("--access-log", action="store_true", help="log every request")
+    serve.add_argument("--processes", type=_positive, default=None,
+                       help="API processes on the one port (default RUNNEL_PROCESSES: the "
+                            "number of cores on a configured database, 1 on the local default)")
     serve.set_defaults(handler=_serve)
 
     commands.add_parser("worker", help="run only the background workers").set_defaults(

@@ -176,6 +176,10 @@ class Settings(BaseSettings):
     or `OTEL_EXPORTER_OTLP_ENDPOINT` is set (ADR 0031)."""
     workers: bool = True
     """Run the background workers in the API process (`runnel serve --no-workers` turns it off)."""
+    processes: int | None = Field(None, ge=1, le=256)
+    """API processes `runnel serve` runs on its one port (ADR 0045); unset: the number of
+    cores on a configured database, 1 on the local default (embedded or memory), whose
+    state lives in one process."""
     worker_metrics_port: int = Field(9464, ge=0, le=65535)
     """`runnel worker` serves /metrics and /healthz on this port; 0 turns it off (`runnel
     serve` has its own /metrics)."""
@@ -344,6 +348,17 @@ class Settings(BaseSettings):
         if self.jwt_jwks_file is not None or self.jwt_jwks_url is not None:
             return ("RS256", "EdDSA")
         return ("HS256",)
+
+    def serve_processes(self, requested: int | None = None) -> int:
+        """How many processes `runnel serve` runs: `requested` (the flag), else
+        `processes`, else the cores; 1 wherever state lives in the process."""
+        wanted = requested or self.processes
+        if self.storage == "memory" or not self.database_url:
+            if wanted not in (None, 1):
+                raise ConfigurationError("RUNNEL_PROCESSES > 1 needs RUNNEL_DATABASE_URL: the "
+                                         "local default keeps its state in one process")
+            return 1
+        return wanted or os.cpu_count() or 1
 
     def wait_service_kind(self) -> Literal["none", "webhook", "notify", "memory", "dbos"]:
         if self.wait_service is not None:

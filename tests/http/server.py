@@ -42,8 +42,9 @@ class RunnelServer:
         """Start `runnel serve`; `env` adds variables (None removes one)."""
         data_dir.mkdir(parents=True, exist_ok=True)
         log = data_dir / "server.log"
+        # One process unless a test asks for more: tests kill, signal and count the process.
         merged = {**os.environ, "RUNNEL_JWT_SECRET": SECRET, "RUNNEL_DATA_DIR": str(data_dir),
-                  **env}
+                  "RUNNEL_PROCESSES": "1", **env}
         environment = {key: value for key, value in merged.items() if value is not None}
         args = [sys.executable, "-m", "entrypoints.cli", "serve", "--port", "0", *extra_args]
         if not workers:
