@@ -27,7 +27,7 @@ lint: install
 	$(BIN)/lint-imports
 
 test: lint browser deploy-tools conformance-deps
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2
 
 # The viewer test drives Debian's chromium (through Playwright's `executable_path`,
 # never `playwright install`): installed here when missing (CI runs as root).
