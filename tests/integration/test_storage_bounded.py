@@ -164,7 +164,10 @@ async def test_twenty_thousand_appends_leave_every_table_bounded(
         # Space upkeep freed is reused: after three rounds (60,000 records) no table is
         # larger than at the first round's peak, where without upkeep the receipts and
         # events would have tripled.
-        for table in TABLES:
+        # `streams` is left out: its 8 rows are rewritten in place by every group commit, so
+        # its bytes follow how many groups the load made (fewer, larger ones when the
+        # machine is idle), not what upkeep removes; its row count is asserted above.
+        for table in (table for table in TABLES if table != "streams"):
             assert third[table] <= grown[table] * 1.25 + 128 * 1024, (table, grown, third)
         widths = {table: await observer.fetchval(
             f"SELECT avg(pg_column_size(t.*))::int FROM {table} AS t")
