@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test lint lock clean browser deploy-tools fuzz chaos bench-http bench-peers
+.PHONY: install run test lint lock clean browser deploy-tools fuzz chaos bench-http bench-peers example
 .PHONY: conformance conformance-deps
 
 $(STAMP): requirements.lock pyproject.toml sdk/python/pyproject.toml
@@ -77,6 +77,11 @@ fuzz: install
 	  $(BIN)/python -m tests.fuzz.run $$target .fuzz/$$target -max_total_time=$(FUZZ_SECONDS) \
 	    -artifact_prefix=.fuzz/ -print_final_stats=1 || exit 1; \
 	done
+
+# The agent example (examples/agent): a DBOS workflow answering in turns, on the embedded
+# default; open http://127.0.0.1:8090/.
+example: install
+	$(BIN)/python -m examples.agent.run
 
 # Appends over HTTP beside the echo floor of the same stack (bench/http.py); bench-peers adds
 # the Durable Streams reference server (npm, into a temp dir) under the same client.

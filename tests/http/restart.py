@@ -15,11 +15,13 @@ DEFAULT_ENV = {"RUNNEL_KEEPALIVE_SECONDS": "1", "RUNNEL_STORAGE": "postgres"}
 
 
 class RestartableServer:
-    def __init__(self, dsn: str, data_dir: Path, env: Mapping[str, str]) -> None:
+    def __init__(self, dsn: str, data_dir: Path, env: Mapping[str, str],
+                 workers: bool = False) -> None:
         self.dsn = dsn
         self._data_dir = data_dir
         self._env = {**DEFAULT_ENV, "RUNNEL_DATABASE_URL": dsn, **env}
-        self.server = RunnelServer.start(self._env, data_dir)
+        self._workers = workers
+        self.server = RunnelServer.start(self._env, data_dir, workers)
         self.port = urlsplit(self.server.url).port
         self.restarts = 0
 
@@ -36,7 +38,7 @@ class RestartableServer:
 
     def start(self) -> None:
         """Start again on the same port and database (after `stop`)."""
-        self.server = RunnelServer.start(self._env, self._data_dir,
+        self.server = RunnelServer.start(self._env, self._data_dir, self._workers,
                                          extra_args=("--port", str(self.port)))
         self.restarts += 1
 
