@@ -43,7 +43,15 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 import uvloop
 
-from bench.rawhttp import Figure, free_port, load, request, send_once, wait_listening
+from bench.rawhttp import (
+    Figure,
+    constant_app,
+    free_port,
+    load,
+    request,
+    send_once,
+    wait_listening,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN_DSN = os.environ.get("RUNNEL_BENCH_PG_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -63,18 +71,7 @@ def litestar_echo() -> Any:
     return Litestar([echo], openapi_config=None)
 
 
-async def asgi_echo(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    if scope["type"] == "lifespan":
-        while (await receive())["type"] != "lifespan.shutdown":
-            await send({"type": "lifespan.startup.complete"})
-        await send({"type": "lifespan.shutdown.complete"})
-        return
-    while (await receive()).get("more_body"):
-        pass
-    await send({"type": "http.response.start", "status": 201,
-                "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(ECHO_BODY)).encode())]})
-    await send({"type": "http.response.body", "body": ECHO_BODY})
+asgi_echo = constant_app(201, b"application/json", ECHO_BODY)
 
 
 def serve_echo(kind: str, port: int) -> None:

@@ -13,8 +13,11 @@ import socket
 import statistics
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
+
+Asgi = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 
 
 def free_port() -> int:
@@ -104,3 +107,22 @@ async def wait_listening(port: int, process: subprocess.Popen[bytes]) -> None:
         except OSError:
             await asyncio.sleep(0.1)
     raise RuntimeError("server did not listen")
+
+
+def constant_app(status: int, content_type: bytes, body: bytes) -> Asgi:
+    """A plain ASGI app that reads any request's body and answers `status` with `body`: the
+    floor of the server it runs on."""
+    headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        while (await receive()).get("more_body"):
+            pass
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    return app

@@ -32,7 +32,7 @@ from typing import Any
 import psutil
 import uvloop
 
-from bench.rawhttp import free_port, load, request, send_once, wait_listening
+from bench.rawhttp import constant_app, free_port, load, request, send_once, wait_listening
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,17 +43,7 @@ ENV = {"RUNNEL_STORAGE": "memory", "RUNNEL_JWT_SECRET": SECRET, "RUNNEL_WORKERS"
        "RUNNEL_MAX_CONNECTIONS_PER_ADDRESS": "10000", "RUNNEL_DATA_DIR": "/tmp/runnel-bench"}
 
 
-async def trivial(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    if scope["type"] == "lifespan":
-        while (await receive())["type"] != "lifespan.shutdown":
-            await send({"type": "lifespan.startup.complete"})
-        await send({"type": "lifespan.shutdown.complete"})
-        return
-    while (await receive()).get("more_body"):
-        pass
-    await send({"type": "http.response.start", "status": 200,
-                "headers": [(b"content-type", b"text/plain"), (b"content-length", b"2")]})
-    await send({"type": "http.response.body", "body": b"ok"})
+trivial = constant_app(200, b"text/plain", b"ok")
 
 
 def runnel_app() -> Any:
