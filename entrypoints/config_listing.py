@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,6 +14,8 @@ from pydantic_core import PydanticUndefined
 from entrypoints.settings import Settings
 
 HIDDEN = "********"
+_URL_PASSWORD = re.compile(r"(://[^/?#@:]*:)[^/?#@]*@")
+"""The password of a URL's userinfo (`postgresql://user:password@host/db`)."""
 
 
 def config_rows(settings: Settings, environ: Mapping[str, str] = os.environ
@@ -47,7 +50,13 @@ def _shown(value: Any) -> str:
         return "-"
     if isinstance(value, dict | list | tuple):
         return json.dumps(_plain(value))
-    return str(value)
+    return without_password(str(value))
+
+
+def without_password(text: str) -> str:
+    """`text` with every URL password replaced: a DSN's `user:password@` shows `user:****@`
+    (each host of a multi-host DSN shares the one userinfo)."""
+    return _URL_PASSWORD.sub(lambda match: match.group(1) + HIDDEN + "@", text)
 
 
 def _plain(value: Any) -> Any:
@@ -59,4 +68,4 @@ def _plain(value: Any) -> Any:
         return [_plain(item) for item in value]
     if hasattr(value, "model_dump"):
         return _plain(dict(value))
-    return value
+    return without_password(value) if isinstance(value, str) else value

@@ -92,9 +92,17 @@ def test_production_refuses_the_embedded_default_and_the_local_secret(tmp_path: 
 
 def test_config_lists_every_setting_with_its_source_and_hides_secrets(tmp_path: Path) -> None:
     secret = "config-secret-0123456789abcdef0123456"
+    dsn = "postgresql://runnel:db-pass-w0rd@db1:5432,db2:5432/runnel?target_session_attrs=any"
     result = _runnel("config", env={"RUNNEL_JWT_SECRET": secret, "RUNNEL_REGION": "eu",
-                                    "RUNNEL_DATA_DIR": str(tmp_path)})
+                                    "RUNNEL_DATA_DIR": str(tmp_path),
+                                    "RUNNEL_DATABASE_URL": dsn,
+                                    "RUNNEL_LISTEN_DATABASE_URL": "postgres://u:p%40ss@h/d"})
     assert result.returncode == 0 and secret not in result.stdout
+    assert "db-pass-w0rd" not in result.stdout and "p%40ss" not in result.stdout
+    rows_of = {line.split()[0]: line.split() for line in result.stdout.splitlines()[1:]}
+    assert rows_of["RUNNEL_DATABASE_URL"][1] == (
+        "postgresql://runnel:********@db1:5432,db2:5432/runnel?target_session_attrs=any")
+    assert rows_of["RUNNEL_LISTEN_DATABASE_URL"][1] == "postgres://u:********@h/d"
     rows = {line.split()[0]: line.split() for line in result.stdout.splitlines()[1:]}
     assert rows["RUNNEL_REGION"] == ["RUNNEL_REGION", "eu", "local", "environment"]
     assert rows["RUNNEL_JWT_SECRET"] == ["RUNNEL_JWT_SECRET", "********", "-", "environment"]
