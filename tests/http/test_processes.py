@@ -9,8 +9,11 @@ serving on the port.
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -132,3 +135,23 @@ def test_kill_9_of_runnel_serve_leaves_nothing_serving(pg_dsn: str,  # noqa: F81
     except ConnectionRefusedError:
         return
     raise AssertionError("the port still accepts connections after kill -9")
+
+
+def test_more_than_one_process_is_refused_where_state_lives_in_the_process(
+        tmp_path: Path) -> None:
+    """Memory storage and the embedded default keep their state in one process: asking for
+    two is one line and exit 2, before anything boots; so is a count below one."""
+    cases = [({"RUNNEL_STORAGE": "memory"}, ["--processes", "2"],
+              "RUNNEL_PROCESSES > 1 needs RUNNEL_DATABASE_URL"),
+             ({"RUNNEL_STORAGE": None, "RUNNEL_DATABASE_URL": None, "RUNNEL_PROCESSES": "3"}, [],
+              "RUNNEL_PROCESSES > 1 needs RUNNEL_DATABASE_URL"),
+             ({"RUNNEL_STORAGE": "memory"}, ["--processes", "0"], "not a positive whole number")]
+    for env, flags, said in cases:
+        merged = {**os.environ, "RUNNEL_DATA_DIR": str(tmp_path), **env}
+        environment = {key: value for key, value in merged.items() if value is not None}
+        result = subprocess.run([sys.executable, "-m", "entrypoints.cli", "serve", "--port", "0",
+                                 *flags], env=environment, capture_output=True, text=True,
+                                timeout=GUARD_SECONDS)
+        assert result.returncode == 2, (env, flags, result.stderr)
+        assert said in result.stderr, result.stderr
+    assert not (tmp_path / "pgdata").exists()  # the embedded Postgres never booted
