@@ -5,9 +5,9 @@ from __future__ import annotations
 import httpx
 from playwright.async_api import Browser
 
+from tests.http.console_support import GUARD_MS, browser, console_page, sign_in
 from tests.http.server import RunnelServer, bearer, token
 from tests.http.support import create_stream
-from tests.http.console_support import GUARD_MS, browser, console_page, sign_in
 
 __all__ = ["browser"]
 
