@@ -153,6 +153,8 @@ async def test_the_stream_panel_shows_its_figures_lag_bars_and_credit_against_re
                                ".textContent === 'held' && document.getElementById("
                                "'fig-closed').textContent === 'yes'")
         assert await attribute(page, "#credit-items", "data-used") == "2"  # ui at 4 now
+        assert await page.inner_text('#streams button[data-stream="answer"] .detail') == \
+            "head 6 · closed · held"
         assert await attribute(page, '#consumers li[data-consumer="audit"]',
                                "data-fraction") == "1.0000"
         await screenshot(page, tmp_path, "stream-panel", secret=secret)

@@ -1,7 +1,7 @@
 // The console's shell: sign-in (the token in memory, or in sessionStorage when ticked;
 // never in a URL), the tenant's runs, a run's streams, and navigation. The location holds
 // only what is not secret: `#run=…&stream=…` (and `?ttl=N` for N-second subscribe tokens).
-import { $, ApiError, api, el, id, session, showError } from "./dom.js";
+import { $, ApiError, api, el, id, session, showError, streamDetail } from "./dom.js";
 import * as panel from "./stream.js";
 
 const KEPT = "runnel.console.token";
@@ -120,11 +120,7 @@ async function listStreams(run) {
   } while (cursor !== null);
   $("streams").replaceChildren();
   for (const stream of streams) {
-    const flags = [stream.definition.direction === "input" ? "input" : null,
-                   stream.status.closed ? "closed" : null,
-                   stream.status.legal_hold ? "held" : null].filter(Boolean);
-    pick($("streams"), "stream", stream.stream_id, stream.stream_id,
-         [`head ${stream.status.head}`, ...flags].join(" · "))
+    pick($("streams"), "stream", stream.stream_id, stream.stream_id, streamDetail(stream))
       .addEventListener("click", () => go(run, stream.stream_id));
   }
   for (const button of document.querySelectorAll("#runs button")) {

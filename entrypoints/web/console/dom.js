@@ -57,3 +57,11 @@ export function fill(track, fraction) {
 export function showError(target, error) {
   $(target).textContent = error ? error.message : "";
 }
+
+// A stream's line in the streams list: its head and what sets it apart.
+export function streamDetail(view) {
+  const flags = [view.definition.direction === "input" ? "input" : null,
+                 view.status.closed ? "closed" : null,
+                 view.status.legal_hold ? "held" : null].filter(Boolean);
+  return [`head ${view.status.head}`, ...flags].join(" · ");
+}

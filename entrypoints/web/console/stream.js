@@ -3,7 +3,7 @@
 // input stream's deliveries, and the stream followed live over its own SSE (/runnel.js,
 // which mints the short-lived subscribe token: the pasted one never enters a URL).
 import { follow } from "/runnel.js";
-import { $, api, bytes, el, fill, id, session } from "./dom.js";
+import { $, api, bytes, el, fill, id, session, streamDetail } from "./dom.js";
 import * as records from "./records.js";
 
 const REFRESH_MS = 1000;
@@ -87,6 +87,8 @@ async function refresh() {
   const view = await api(path(run, stream));
   if (opened?.run !== run || opened?.stream !== stream) return null;
   renderFigures(view);
+  const listed = document.querySelector(`#streams button[data-stream="${CSS.escape(stream)}"]`);
+  if (listed) listed.querySelector(".detail").textContent = streamDetail(view);
   renderConsumers(view);
   renderCredit(view);
   if (view.definition.direction === "input") {
