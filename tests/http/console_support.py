@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest_asyncio
 from playwright.async_api import Browser, Page, async_playwright
@@ -21,7 +22,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-component-update", "--disable-sync"]
 GUARD_MS = GUARD_SECONDS * 1000
 CANONICAL = Path(__file__).parents[2] / "docs" / "console.png"
-VIEWPORT = {"width": 1440, "height": 1000}
+VIEWPORT: Any = {"width": 1440, "height": 1000}
 
 
 @pytest_asyncio.fixture
@@ -40,7 +41,7 @@ async def console_page(browser: Browser) -> Page:
     """A page of its own context (its own sessionStorage). The console's policy forbids
     eval, which Playwright's `wait_for_function` needs: tests that need it bypass the
     policy (the policy itself is tested on a page that keeps it)."""
-    context = await browser.new_context(bypass_csp=True, viewport=VIEWPORT)  # type: ignore[arg-type]
+    context = await browser.new_context(bypass_csp=True, viewport=VIEWPORT)
     return await context.new_page()
 
 

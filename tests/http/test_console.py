@@ -45,8 +45,8 @@ async def attribute(page: Page, selector: str, name: str) -> str | None:
     return await page.get_attribute(selector, name)
 
 
-async def test_the_console_is_plain_files_under_a_self_only_policy(server: RunnelServer,
-                                                                   browser: Browser) -> None:
+async def test_the_console_is_plain_files_under_a_self_only_policy(
+        server: RunnelServer, browser: Browser, tmp_path: Path) -> None:
     page_response = await asyncio.to_thread(httpx.get, server.url + "/")
     policy = page_response.headers["content-security-policy"]
     assert "default-src 'self'" in policy and "script-src 'self';" in policy
@@ -81,6 +81,7 @@ async def test_the_console_is_plain_files_under_a_self_only_policy(server: Runne
     await page.click("#sign-in")
     await page.wait_for_selector('#runs button[data-run="policed"]', timeout=GUARD_MS)
     assert refused == []
+    await screenshot(page, tmp_path, "policy", secret=secret)
 
 
 async def test_the_runs_list_shows_the_tenants_runs_and_never_anothers(
@@ -293,7 +294,8 @@ async def test_a_ticked_box_keeps_the_token_in_this_tab_until_sign_out(
     assert all(secret not in url for url in urls)
 
 
-async def test_a_refused_token_stays_signed_out(server: RunnelServer, browser: Browser) -> None:
+async def test_a_refused_token_stays_signed_out(server: RunnelServer, browser: Browser,
+                                                tmp_path: Path) -> None:
     page = await console_page(browser)
     await page.goto(server.url + "/")
     await page.check("#remember")
@@ -304,10 +306,12 @@ async def test_a_refused_token_stays_signed_out(server: RunnelServer, browser: B
     assert await page.is_hidden("#console")
     assert await page.evaluate("sessionStorage.length") == 0
     assert await page.input_value("#token") == ""
+    await screenshot(page, tmp_path, "refused", secret="not-a-token")
 
 
 async def test_a_run_past_the_first_page_opens_by_its_id(server: RunnelServer,
-                                                         browser: Browser) -> None:
+                                                         browser: Browser,
+                                                         tmp_path: Path) -> None:
     secret = token(tenant=tenant())
     async with client(server, secret) as api:
         for n in range(55):  # the console shows runs 50 at a time
@@ -320,3 +324,4 @@ async def test_a_run_past_the_first_page_opens_by_its_id(server: RunnelServer,
     await wait_until(page, "document.querySelectorAll('#runs button').length === 55")
     assert await page.is_hidden("#more-runs")
     await open_run(page, "run-54")
+    await screenshot(page, tmp_path, "more-runs", secret=secret)

@@ -20,6 +20,7 @@ from tests.http.console_support import (
     browser,
     console_page,
     open_stream,
+    screenshot,
     sign_in,
 )
 from tests.http.restart import RestartableServer, restartable_server
@@ -103,7 +104,7 @@ async def test_the_viewer_follows_across_a_server_restart(own_server: Restartabl
         else:
             # `end` (shutdown): runnel.js reconnected itself, after the last record shown.
             assert any("after=5" in request.url for request in subscribes[1:])
-        await page.screenshot(path=str(Path(own_server.server.log).parent / "viewer.png"))
+        await screenshot(page, Path(own_server.server.log).parent, "viewer", secret=secret)
 
 
 async def publish(api: httpx.AsyncClient, run_id: str, chunks: list[Any], source: str,
@@ -129,11 +130,13 @@ async def wait_for_live_text(page: Page, source: str, expected: str) -> None:
 
 
 async def test_the_viewer_replaces_a_steps_live_text_with_its_stored_record(
-        server: RunnelServer, api: httpx.AsyncClient, browser: Browser, run_id: str) -> None:
+        server: RunnelServer, api: httpx.AsyncClient, browser: Browser, run_id: str,
+        tmp_path: Path) -> None:
     await create_stream(api, run_id)
     await append(api, run_id, "s", ["start"])
     page = await console_page(browser)
-    await sign_in(page, server.url, token())
+    secret = token()
+    await sign_in(page, server.url, secret)
     await open_stream(page, run_id, "s")
     await wait_for_count(page, 1)
 
@@ -171,10 +174,12 @@ async def test_the_viewer_replaces_a_steps_live_text_with_its_stored_record(
         "ol#records li", "items => items.map(i => i.dataset.sequence || i.dataset.source)")
     assert shown == ["1", "turn-2", "2", "marker"]
     assert '{"text":"Hello"}' in (await text(page, "records"))
+    await screenshot(page, tmp_path, "two-layers", secret=secret)
 
 
 async def test_the_viewer_follows_across_subscribe_token_expiries(
-        server: RunnelServer, api: httpx.AsyncClient, browser: Browser, run_id: str) -> None:
+        server: RunnelServer, api: httpx.AsyncClient, browser: Browser, run_id: str,
+        tmp_path: Path) -> None:
     pasted = token()
     await create_stream(api, run_id)
     await append(api, run_id, "s", ["one", "two"])
@@ -202,6 +207,7 @@ async def test_the_viewer_follows_across_subscribe_token_expiries(
     assert int(await text(page, "renewals")) >= 2
     assert len(subscribe_urls) >= 3
     assert all("access_token=" in url and pasted not in url for url in subscribe_urls)
+    await screenshot(page, tmp_path, "renewals", secret=pasted)
 
 
 FOLLOWER_PAGE = """async ([run, token, ttl]) => {

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 from playwright.async_api import Browser
 
-from tests.http.console_support import GUARD_MS, browser, console_page, sign_in
+from tests.http.console_support import GUARD_MS, browser, console_page, screenshot, sign_in
 from tests.http.server import RunnelServer, bearer, token
 from tests.http.support import create_stream
 
@@ -17,7 +19,8 @@ STREAMS = 105
 
 async def test_the_viewer_lists_a_run_of_more_than_one_page(server: RunnelServer,
                                                             browser: Browser,
-                                                            run_id: str) -> None:
+                                                            run_id: str,
+                                                            tmp_path: Path) -> None:
     secret = token()
     async with httpx.AsyncClient(base_url=server.api, headers=bearer(secret),
                                  timeout=30) as api:
@@ -35,3 +38,4 @@ async def test_the_viewer_lists_a_run_of_more_than_one_page(server: RunnelServer
     listed = await page.eval_on_selector_all("#streams button",
                                              "items => items.map(i => i.dataset.stream)")
     assert listed == names
+    await screenshot(page, tmp_path, "many-streams", secret=secret)
