@@ -170,7 +170,7 @@ def operation_handlers() -> list[Any]:
         get("/readyz", summary="Readiness (the store answers)", tags=["operations"],
             responses={**answers(200, schema=shapes.status("ready")),
                        503: problems(503)[503]})(operations.readyz),
-        get("/", summary="The console", tags=["operations"], media_type="text/html",
+        get("/", summary="The web viewer", tags=["operations"], media_type="text/html",
             include_in_schema=False)(viewer.viewer),
         get("/console/{name:str}", summary="The console's files", tags=["operations"],
             include_in_schema=False)(viewer.console_file),
