@@ -153,6 +153,17 @@ class BodyDeletion:
     last_error: str | None = None
 
 
+@dataclass(frozen=True)
+class RunSummary:
+    """A run as the runs listing shows it: a run exists once it holds a stream."""
+
+    run_id: str
+    streams: int
+    """How many streams the run holds."""
+    created_at: datetime
+    """When its first stream was created."""
+
+
 class StreamSession(Protocol):
     """One unit of work on one stream, holding that stream's row lock.
 
@@ -239,6 +250,13 @@ class StreamStore(Protocol):
                        limit: int | None = None) -> Sequence[Stream]:
         """The run's streams in ascending `stream_id` order (Python's string order), only
         those above `after` when given, at most `limit` when given."""
+        ...
+
+    async def list_runs(self, tenant: str, after: str | None,
+                        limit: int) -> Sequence[RunSummary]:
+        """The tenant's runs that hold a stream and are not marked erased, ascending by
+        `run_id` (Python's string order), only those above `after` when given, at most
+        `limit`. Another tenant's runs never appear."""
         ...
 
     async def streams_with_retention(self, after: StreamKey | None, limit: int,

@@ -8,6 +8,7 @@ from application.appending import Appender
 from application.consumers import Acknowledger
 from application.definitions import StreamDefinitions
 from application.deletion import BodyDeleter
+from application.deliveries_view import DeliveryInspection
 from application.delivery import InputDispatcher
 from application.following import Follower
 from application.lifecycle import StreamLifecycle
@@ -32,6 +33,7 @@ from application.ports import (
 from application.reading import RecordReading
 from application.reaping import IntentReaper
 from application.retention import RetentionPruner
+from application.runs import RunCatalog
 from application.subscription_slots import SubscriptionSlots
 
 
@@ -72,6 +74,8 @@ class RunnelService:
     reaper: IntentReaper
     deleter: BodyDeleter
     orphans: OrphanSweeper
+    runs: RunCatalog
+    deliveries: DeliveryInspection
     maintenance: StorageMaintenance | None = None
     """None when the ports have no `upkeep`."""
 
@@ -96,6 +100,8 @@ class RunnelService:
             reaper=IntentReaper(ports.store, ports.clock, node.region),
             deleter=deleter,
             orphans=OrphanSweeper(ports.store, ports.objects, ports.clock, node),
+            runs=RunCatalog(ports.store),
+            deliveries=DeliveryInspection(ports.store, ports.outbox, node),
             maintenance=(StorageMaintenance(ports.upkeep, ports.clock, node.region, node.upkeep)
                          if ports.upkeep is not None else None),
         )

@@ -6,7 +6,7 @@ import base64
 from dataclasses import dataclass
 from typing import Any
 
-from application.ports import StoredRecord
+from application.ports import Delivery, RunSummary, StoredRecord
 from domain.stream import Stream
 
 API_PREFIX = "/api/workflow-streams"
@@ -37,6 +37,8 @@ def stream_view(stream: Stream, deliveries: DeliveryCounts = DeliveryCounts()) -
             "consumers": dict(stream.acks),
             "pending_inputs": deliveries.pending,
             "dead_letters": deliveries.dead_letters,
+            "unread": {"items": stream.usage.unread_items,
+                       "bytes": stream.usage.unread_bytes},
         },
         "created_at": stream.created_at.isoformat(),
     }
@@ -64,3 +66,13 @@ def record_envelope(record: StoredRecord, run_id: str, stream_id: str) -> dict[s
     if record.idempotency_key is not None:
         envelope["idempotency_key"] = record.idempotency_key
     return envelope
+
+
+def run_view(run: RunSummary) -> dict[str, Any]:
+    return {"run_id": run.run_id, "streams": run.streams,
+            "created_at": run.created_at.isoformat()}
+
+
+def dead_letter_view(delivery: Delivery) -> dict[str, Any]:
+    return {"sequence": delivery.sequence, "attempts": delivery.attempts,
+            "last_error": delivery.last_error}

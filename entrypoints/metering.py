@@ -20,6 +20,7 @@ from application.ports import (
     InputEvent,
     LiveChunk,
     LiveDraft,
+    RunSummary,
     StreamSession,
     StreamStore,
     Wake,
@@ -82,6 +83,10 @@ class MeteredStreamStore:
     async def list_run(self, run: RunKey, after: str | None = None,
                        limit: int | None = None) -> Sequence[Stream]:
         return await self._inner.list_run(run, after, limit)
+
+    async def list_runs(self, tenant: str, after: str | None,
+                        limit: int) -> Sequence[RunSummary]:
+        return await self._inner.list_runs(tenant, after, limit)
 
     async def streams_with_retention(self, after: StreamKey | None, limit: int,
                                      home: str) -> Sequence[StreamKey]:

@@ -26,6 +26,7 @@ from application.ports import (
     Clock,
     RecordPage,
     Removed,
+    RunSummary,
     StoredRecord,
     Wake,
 )
@@ -168,6 +169,16 @@ class MemoryStreamStore:
         listed = [copy.deepcopy(data.stream) for key, data in sorted(self._streams.items())
                   if key.run == run and (after is None or key.stream_id > after)]
         return listed if limit is None else listed[:limit]
+
+    async def list_runs(self, tenant: str, after: str | None,
+                        limit: int) -> Sequence[RunSummary]:
+        runs: dict[str, list[datetime]] = {}
+        for key, data in self._streams.items():
+            if key.tenant == tenant and (after is None or key.run_id > after) \
+                    and key.run not in self._erased_runs:
+                runs.setdefault(key.run_id, []).append(data.stream.created_at)
+        return [RunSummary(run_id, len(created), min(created))
+                for run_id, created in sorted(runs.items())[:max(0, limit)]]
 
     async def streams_with_retention(self, after: StreamKey | None, limit: int,
                                      home: str) -> Sequence[StreamKey]:

@@ -40,6 +40,7 @@ from adapters.postgres.load_coalescing import LoadCoalescer
 from adapters.postgres.stream_cache import StreamCache
 from adapters.postgres.stream_rows import ROW_COLUMNS, stream_from_row
 from adapters.postgres.unit_of_work import PostgresSession, load_intent_row
+from application.ports import RunSummary
 from domain.errors import TooManyStreams
 from domain.identifiers import RunKey, StreamKey
 from domain.object_intent import ObjectIntent
@@ -86,6 +87,18 @@ SELECT s.id, s.version, {ROW_COLUMNS} FROM streams AS s
 WHERE s.tenant = $1 AND s.run_id = $2 AND ($3::text IS NULL OR s.stream_id > $3)
 ORDER BY s.stream_id
 LIMIT $4
+"""
+
+# Grouped along the (tenant, run_id, stream_id) key's index, in the "C" collation (Python's
+# order); erased runs are left out before the limit, so a page is never padded with them.
+_LIST_RUNS = """
+SELECT s.run_id, count(*) AS streams, min(s.created_at) AS created_at FROM streams AS s
+WHERE s.tenant = $1 AND ($2::text IS NULL OR s.run_id > $2)
+  AND NOT EXISTS (SELECT 1 FROM erased_runs AS e WHERE e.tenant = s.tenant
+                  AND e.run_id = s.run_id)
+GROUP BY s.run_id
+ORDER BY s.run_id
+LIMIT $3
 """
 
 _LOAD_INTENT = """
@@ -179,6 +192,13 @@ class PostgresStreamStore:
                        limit: int | None = None) -> Sequence[Stream]:
         rows = await self._pool.fetch(_LIST_RUN, run.tenant, run.run_id, after, limit)
         return [stream_from_row(self._codec, row["id"], row["version"], row) for row in rows]
+
+    async def list_runs(self, tenant: str, after: str | None,
+                        limit: int) -> Sequence[RunSummary]:
+        if limit <= 0:
+            return []
+        rows = await self._pool.fetch(_LIST_RUNS, tenant, after, limit)
+        return [RunSummary(row["run_id"], row["streams"], row["created_at"]) for row in rows]
 
     async def streams_with_retention(self, after: StreamKey | None, limit: int,
                                      home: str) -> Sequence[StreamKey]:

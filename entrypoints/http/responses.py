@@ -41,7 +41,11 @@ def stream_view() -> JsonSchema:
                          "legal_hold": {"type": "boolean"},
                          "consumers": {"type": "object", "additionalProperties": INTEGER}},
                         erased={"type": "boolean"}, pending_inputs=INTEGER,
-                        dead_letters=INTEGER),
+                        dead_letters=INTEGER,
+                        unread={**shape({"items": INTEGER, "bytes": INTEGER}),
+                                "description": "What the slowest declared consumer has not "
+                                               "acked: the credit used out of the "
+                                               "definition's unread ceiling."}),
         "created_at": TIME})
 
 
@@ -144,3 +148,16 @@ def status(value: str) -> JsonSchema:
 
 def subscribe_token() -> JsonSchema:
     return shape({"token": TEXT, "expires_at": TIME})
+
+
+def run_list() -> JsonSchema:
+    run = shape({"run_id": ID_FIELDS["run_id"], "streams": INTEGER, "created_at": TIME})
+    return shape({"runs": {"type": "array", "items": run}, "next_cursor": NULLABLE_TEXT})
+
+
+def deliveries() -> JsonSchema:
+    dead = shape({"sequence": INTEGER, "attempts": INTEGER, "last_error": NULLABLE_TEXT})
+    return shape({"run_id": ID_FIELDS["run_id"], "stream_id": ID_FIELDS["stream_id"],
+                  "direction": {"enum": ["input", "output"]}, "pending": INTEGER,
+                  "dead_letter_count": INTEGER,
+                  "dead_letters": {"type": "array", "items": dead}})

@@ -22,6 +22,7 @@ from entrypoints.http.handlers import (
     objects,
     operations,
     records,
+    runs,
     streams,
     viewer,
 )
@@ -70,6 +71,12 @@ def api_router(settings: Settings, auth: Authenticator,
         get(RUN + "/streams", summary="List a run's streams", tags=["streams"],
             responses={**answers(200, schema=shapes.stream_list()), **problems()})(
             streams.list_streams),
+        get("/runs", summary="List the tenant's runs", tags=["runs"],
+            responses={**answers(200, schema=shapes.run_list()), **problems()})(runs.list_runs),
+        get(STREAM + "/deliveries", summary="Read an input stream's pending deliveries and "
+            "dead letters", tags=["streams"],
+            responses={**answers(200, schema=shapes.deliveries()), **problems()})(
+            runs.get_deliveries),
         get(STREAM, summary="Read a definition and status", tags=["streams"],
             responses={**answers(200, schema=shapes.stream_view()), **problems()})(
             streams.get_stream),
@@ -165,6 +172,8 @@ def operation_handlers() -> list[Any]:
                        503: problems(503)[503]})(operations.readyz),
         get("/", summary="The web viewer", tags=["operations"], media_type="text/html",
             include_in_schema=False)(viewer.viewer),
+        get("/console/{name:str}", summary="The console's files", tags=["operations"],
+            include_in_schema=False)(viewer.console_file),
         get("/runnel.js", summary="The browser follower (ES module)", tags=["operations"],
             media_type="text/javascript", include_in_schema=False)(viewer.runnel_js),
         get("/metrics", summary="Prometheus metrics", tags=["operations"],

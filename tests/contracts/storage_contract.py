@@ -16,6 +16,7 @@ from tests.contracts.delivery_outbox_contract import DeliveryOutboxContract
 from tests.contracts.gap_evidence_contract import GapEvidenceContract
 from tests.contracts.harness import StorageHarness
 from tests.contracts.record_reader_contract import RecordReaderContract
+from tests.contracts.run_listing_contract import RunListingContract
 from tests.contracts.storage_support import (
     HERE,
     LEASE,
@@ -33,7 +34,7 @@ from tests.contracts.wake_bus_contract import WakeBusContract
 
 class StorageContract(StreamStoreContract, StreamSessionContract, RecordReaderContract,
                       WakeBusContract, GapEvidenceContract, DeliveryOutboxContract,
-                      DeletionOutboxContract):
+                      DeletionOutboxContract, RunListingContract):
     """Every port, and what the workers of a region see across them."""
 
     async def test_workers_see_only_the_streams_homed_in_their_region(

@@ -1,51 +1,39 @@
-"""The web viewer at `/` and the browser follower it uses, `/runnel.js`, in headless Chromium
-(Debian's `/usr/bin/chromium`, driven by Playwright with `executable_path`; `make browser`
-installs it): the viewer shows records appended after it opened, and after the server
-restarts it resumes with no gap and no repeat (the browser's own retry with
-`Last-Event-ID` after a crash); it shows a step's live text until the step's stored record
-arrives (ADR 0019). `runnel.js` on a page of its own: every record once, the two-layer
+"""The console at `/` following a stream, and the browser follower it uses, `/runnel.js`, in
+headless Chromium (see `console_support`): the console shows records appended after it
+opened, and after the server restarts it resumes with no gap and no repeat (the browser's
+own retry with `Last-Event-ID` after a crash); it shows a step's live text until the step's
+stored record arrives (ADR 0019). `runnel.js` on a page of its own: every record once, the two-layer
 rules, subscribe tokens renewed at expiry, the end of a closed stream (ADR 0038)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 import httpx
 import pytest
-import pytest_asyncio
-from playwright.async_api import Browser, Page, async_playwright
+from playwright.async_api import Browser, Page
 
+from tests.http.console_support import (
+    GUARD_MS,
+    browser,
+    console_page,
+    open_stream,
+    screenshot,
+    sign_in,
+)
 from tests.http.restart import RestartableServer, restartable_server
 from tests.http.server import RunnelServer, bearer, token
-from tests.http.support import GUARD_SECONDS, append, create_stream
+from tests.http.support import append, create_stream
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
-GUARD_MS = GUARD_SECONDS * 1000
+__all__ = ["GUARD_MS", "browser"]
 
 
 @pytest.fixture
 def own_server(pg_template: str, tmp_path: Path) -> RestartableServer:  # type: ignore[misc]
     with restartable_server(pg_template, tmp_path) as server:
         yield server
-
-
-@pytest_asyncio.fixture
-async def browser() -> AsyncIterator[Browser]:
-    assert Path(CHROMIUM).exists(), "run `make browser` (installs Debian's chromium)"
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=CHROMIUM,
-                                                    args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield launched
-        finally:
-            await launched.close()
 
 
 async def text(page: Page, element_id: str) -> str:
@@ -78,15 +66,12 @@ async def test_the_viewer_follows_across_a_server_restart(own_server: Restartabl
         await create_stream(api, run_id)
         await append(api, run_id, "s", ["before-1", "before-2"])
 
-        # The page's CSP forbids eval; Playwright's wait_for_function needs it.
-        page = await browser.new_page(bypass_csp=True)
+        page = await console_page(browser)
         subscribes: list[Any] = []
         page.on("request", lambda request: subscribes.append(request)
                 if "/subscribe" in request.url and "-token" not in request.url else None)
-        query = urlencode({"token": secret, "run": run_id, "stream": "s"})
-        await page.goto(f"{own_server.url}/?{query}")
-        await page.wait_for_function("document.getElementById('state').textContent"
-                                     " === 'following'", timeout=GUARD_MS)
+        await sign_in(page, own_server.url, secret)
+        await open_stream(page, run_id, "s")
         await wait_for_count(page, 2)
         await append(api, run_id, "s", ["after-3", "after-4", "after-5"])
         await wait_for_count(page, 5)
@@ -119,7 +104,7 @@ async def test_the_viewer_follows_across_a_server_restart(own_server: Restartabl
         else:
             # `end` (shutdown): runnel.js reconnected itself, after the last record shown.
             assert any("after=5" in request.url for request in subscribes[1:])
-        await page.screenshot(path=str(Path(own_server.server.log).parent / "viewer.png"))
+        await screenshot(page, Path(own_server.server.log).parent, "viewer", secret=secret)
 
 
 async def publish(api: httpx.AsyncClient, run_id: str, chunks: list[Any], source: str,
@@ -145,13 +130,15 @@ async def wait_for_live_text(page: Page, source: str, expected: str) -> None:
 
 
 async def test_the_viewer_replaces_a_steps_live_text_with_its_stored_record(
-        server: RunnelServer, api: httpx.AsyncClient, browser: Browser, run_id: str) -> None:
+        server: RunnelServer, api: httpx.AsyncClient, browser: Browser, run_id: str,
+        tmp_path: Path) -> None:
     await create_stream(api, run_id)
     await append(api, run_id, "s", ["start"])
-    page = await browser.new_page(bypass_csp=True)
-    query = urlencode({"token": token(), "run": run_id, "stream": "s"})
-    await page.goto(f"{server.url}/?{query}")
-    await wait_for_count(page, 1)  # following
+    page = await console_page(browser)
+    secret = token()
+    await sign_in(page, server.url, secret)
+    await open_stream(page, run_id, "s")
+    await wait_for_count(page, 1)
 
     await publish(api, run_id, ["Hel", "lo"], "turn-1")
     await publish(api, run_id, [{"text": "Wor"}], "turn-2")
@@ -187,19 +174,21 @@ async def test_the_viewer_replaces_a_steps_live_text_with_its_stored_record(
         "ol#records li", "items => items.map(i => i.dataset.sequence || i.dataset.source)")
     assert shown == ["1", "turn-2", "2", "marker"]
     assert '{"text":"Hello"}' in (await text(page, "records"))
+    await screenshot(page, tmp_path, "two-layers", secret=secret)
 
 
 async def test_the_viewer_follows_across_subscribe_token_expiries(
-        server: RunnelServer, api: httpx.AsyncClient, browser: Browser, run_id: str) -> None:
+        server: RunnelServer, api: httpx.AsyncClient, browser: Browser, run_id: str,
+        tmp_path: Path) -> None:
     pasted = token()
     await create_stream(api, run_id)
     await append(api, run_id, "s", ["one", "two"])
-    page = await browser.new_page(bypass_csp=True)
+    page = await console_page(browser)
     subscribe_urls: list[str] = []
     page.on("request", lambda request: subscribe_urls.append(request.url)
             if "/subscribe?" in request.url else None)
-    query = urlencode({"token": pasted, "run": run_id, "stream": "s", "ttl": "2"})
-    await page.goto(f"{server.url}/?{query}")
+    await sign_in(page, server.url, pasted, query="?ttl=2")
+    await open_stream(page, run_id, "s")
     await wait_for_count(page, 2)
     for renewals, payload in ((1, "three"), (2, "four")):
         await page.wait_for_function(
@@ -218,6 +207,7 @@ async def test_the_viewer_follows_across_subscribe_token_expiries(
     assert int(await text(page, "renewals")) >= 2
     assert len(subscribe_urls) >= 3
     assert all("access_token=" in url and pasted not in url for url in subscribe_urls)
+    await screenshot(page, tmp_path, "renewals", secret=pasted)
 
 
 FOLLOWER_PAGE = """async ([run, token, ttl]) => {

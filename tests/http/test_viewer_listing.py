@@ -1,15 +1,15 @@
-"""The viewer lists every stream of a run, across the listing's pages (ADR 0025)."""
+"""The console lists every stream of a run, across the listing's pages (ADR 0025)."""
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
+from pathlib import Path
 
 import httpx
 from playwright.async_api import Browser
 
+from tests.http.console_support import GUARD_MS, browser, console_page, screenshot, sign_in
 from tests.http.server import RunnelServer, bearer, token
 from tests.http.support import create_stream
-from tests.http.test_viewer import GUARD_MS, browser
 
 __all__ = ["browser"]
 
@@ -19,7 +19,8 @@ STREAMS = 105
 
 async def test_the_viewer_lists_a_run_of_more_than_one_page(server: RunnelServer,
                                                             browser: Browser,
-                                                            run_id: str) -> None:
+                                                            run_id: str,
+                                                            tmp_path: Path) -> None:
     secret = token()
     async with httpx.AsyncClient(base_url=server.api, headers=bearer(secret),
                                  timeout=30) as api:
@@ -28,11 +29,13 @@ async def test_the_viewer_lists_a_run_of_more_than_one_page(server: RunnelServer
             await create_stream(api, run_id, name)
         first = (await api.get(f"/runs/{run_id}/streams")).json()
         assert len(first["streams"]) == 100 and first["next_cursor"] == "s099"
-    page = await browser.new_page(bypass_csp=True)
-    await page.goto(f"{server.url}/?{urlencode({'token': secret, 'run': run_id})}")
+    page = await console_page(browser)
+    await sign_in(page, server.url, secret)
+    await page.fill("#run", run_id)
     await page.click("#list")
     await page.wait_for_function(
         f"document.querySelectorAll('#streams button').length >= {STREAMS}", timeout=GUARD_MS)
     listed = await page.eval_on_selector_all("#streams button",
                                              "items => items.map(i => i.dataset.stream)")
     assert listed == names
+    await screenshot(page, tmp_path, "many-streams", secret=secret)

@@ -1,0 +1,46 @@
+"""List the tenant's runs (ADR 0046) and read an input stream's deliveries."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from litestar.di import NamedDependency
+from litestar.params import FromPath, QueryParameter
+
+from application.service import RunnelService
+from application.views import dead_letter_view, run_view
+from domain.principal import Principal
+from entrypoints.http.inputs import page_limit
+
+
+async def list_runs(
+    principal: NamedDependency[Principal],
+    service: NamedDependency[RunnelService],
+    cursor: Annotated[str | None, QueryParameter(
+        description="The `next_cursor` of the previous page (runs after that id).")] = None,
+    limit: Annotated[str | None, QueryParameter(
+        description="Runs the store reads for this page, 1–1000 (default 100).")] = None,
+) -> dict[str, Any]:
+    """The runs of the token's tenant that hold a stream, ascending by `run_id`, each with
+    its stream count and the creation time of its first stream. Erased runs are left out;
+    a token bound to runs sees only those (a page may then hold fewer than `limit` and
+    still have a next one). `next_cursor` is null on the last page."""
+    listing = await service.runs.list(principal, cursor, page_limit(limit))
+    return {"runs": [run_view(run) for run in listing.runs],
+            "next_cursor": listing.next_cursor}
+
+
+async def get_deliveries(
+    run_id: FromPath[str],
+    stream_id: FromPath[str],
+    principal: NamedDependency[Principal],
+    service: NamedDependency[RunnelService],
+) -> dict[str, Any]:
+    """An input stream's outbox, read-only: `pending` input records not yet handed to the
+    workflow's wait service, and its `dead_letters` (the first 100 by sequence, with their
+    attempts and last error; `dead_letter_count` counts them all). An output stream has
+    none."""
+    report = await service.deliveries.report(principal, run_id, stream_id)
+    return {"run_id": run_id, "stream_id": stream_id, "direction": report.direction,
+            "pending": report.pending, "dead_letter_count": report.dead_letter_count,
+            "dead_letters": [dead_letter_view(delivery) for delivery in report.dead_letters]}

@@ -1,0 +1,100 @@
+"""The runs listing (`StreamStore.list_runs`, ADR 0046): one tenant's runs, never another's,
+keyset-paged in Python's string order, erased runs left out; and a model walk: random
+creates and erasures over two tenants, each followed by paging both tenants' listings with
+random limits, must answer exactly what a plain model (a set of stream keys) says."""
+
+from __future__ import annotations
+
+import random
+from uuid import uuid4
+
+from domain.identifiers import RunKey
+from tests.contracts.harness import StorageHarness
+from tests.contracts.storage_support import NOW, created
+
+
+def _tenant() -> str:
+    return f"tenant-{uuid4().hex[:12]}"
+
+
+class RunListingContract:
+    async def test_list_runs_never_shows_another_tenants_runs(
+            self, harness: StorageHarness) -> None:
+        ours, theirs = _tenant(), _tenant()
+        await created(harness, RunKey(ours, "shared-name").stream("a"))
+        await created(harness, RunKey(theirs, "shared-name").stream("b"))
+        await created(harness, RunKey(theirs, "their-only").stream("c"))
+        listed = await harness.store.list_runs(ours, None, 100)
+        assert [(run.run_id, run.streams) for run in listed] == [("shared-name", 1)]
+        for after in (None, "", "a", "shared-name"):
+            page = await harness.store.list_runs(ours, after, 100)
+            assert all(run.run_id != "their-only" for run in page)
+        assert list(await harness.store.list_runs(_tenant(), None, 100)) == []
+
+    async def test_list_runs_pages_in_run_id_order_with_stream_counts(
+            self, harness: StorageHarness) -> None:
+        tenant = _tenant()
+        names = ["b", "a.1", "A", "c", "a"]
+        for index, name in enumerate(names):
+            for stream in range(index + 1):
+                await created(harness, RunKey(tenant, name).stream(f"s{stream}"))
+        ordered = sorted(names)  # Python's (code point) order: "A" < "a" < "a.1"
+        listed = await harness.store.list_runs(tenant, None, 100)
+        assert [run.run_id for run in listed] == ordered
+        assert {run.run_id: run.streams for run in listed} == {
+            name: index + 1 for index, name in enumerate(names)}
+        assert all(run.created_at == NOW for run in listed)
+        assert [r.run_id for r in await harness.store.list_runs(tenant, None, 2)] == ordered[:2]
+        assert [r.run_id for r in await harness.store.list_runs(tenant, "a", 2)] == ["a.1", "b"]
+        assert [r.run_id for r in await harness.store.list_runs(tenant, "b", 10)] == ["c"]
+        assert list(await harness.store.list_runs(tenant, "c", 10)) == []
+        assert list(await harness.store.list_runs(tenant, None, 0)) == []
+
+    async def test_list_runs_leaves_out_erased_runs_before_the_limit(
+            self, harness: StorageHarness) -> None:
+        tenant = _tenant()
+        for name in ("r1", "r2", "r3"):
+            await created(harness, RunKey(tenant, name).stream("s"))
+        await harness.store.mark_run_erased(RunKey(tenant, "r1"))
+        await harness.store.mark_run_erased(RunKey(tenant, "r2"))
+        assert [r.run_id for r in await harness.store.list_runs(tenant, None, 1)] == ["r3"]
+        assert [r.run_id for r in await harness.store.list_runs(tenant, None, 10)] == ["r3"]
+
+    async def test_list_runs_pages_exactly_as_the_model_says(
+            self, harness: StorageHarness) -> None:
+        for seed in range(3):
+            chooser = random.Random(seed)
+            tenants = (_tenant(), _tenant())
+            runs = ["r", "r.1", "R", "r-2", "s", "a:b"]
+            streams: set[tuple[str, str, str]] = set()
+            erased: set[tuple[str, str]] = set()
+            for _ in range(25):
+                tenant, run = chooser.choice(tenants), chooser.choice(runs)
+                if chooser.random() < 0.15:
+                    await harness.store.mark_run_erased(RunKey(tenant, run))
+                    erased.add((tenant, run))
+                elif (tenant, run) not in erased:
+                    stream = chooser.choice(["a", "b", "c"])
+                    await created(harness, RunKey(tenant, run).stream(stream))
+                    streams.add((tenant, run, stream))
+                for listed_tenant in tenants:
+                    expected = {}
+                    for t, r, _stream in sorted(streams):
+                        if t == listed_tenant and (t, r) not in erased:
+                            expected[r] = expected.get(r, 0) + 1
+                    assert await _paged(harness, listed_tenant, chooser.randint(1, 4)) == \
+                        sorted(expected.items())
+
+
+async def _paged(harness: StorageHarness, tenant: str, limit: int) -> list[tuple[str, int]]:
+    """Every page of `tenant`'s listing, each page strictly after the last run of the one
+    before (keyset), none longer than `limit`."""
+    found: list[tuple[str, int]] = []
+    after: str | None = None
+    while True:
+        page = await harness.store.list_runs(tenant, after, limit)
+        assert len(page) <= limit
+        found.extend((run.run_id, run.streams) for run in page)
+        if len(page) < limit:
+            return found
+        after = page[-1].run_id
