@@ -97,7 +97,7 @@ def _banner(settings: Settings, host: str, port: int) -> str:
         f"  API docs:  {url}/schema  (self-contained; OpenAPI: {url}/schema/openapi.json)",
         *_token_lines(settings),
         f"  try it:    create stream 'answer' in run {EXAMPLE_RUN!r} (then: README, A first "
-        f"stream; the viewer at {url}/)",
+        f"stream; the console at {url}/)",
         f'  curl -s -H "Authorization: Bearer $RUNNEL_TOKEN" -H "content-type: application/json"'
         f" -d '{EXAMPLE_DEFINITION}' {url}{API_PREFIX}/runs/{EXAMPLE_RUN}/streams",
     ])
