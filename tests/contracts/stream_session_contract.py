@@ -30,6 +30,7 @@ from tests.contracts.storage_support import (
     our_bodies,
     ours,
     payloads,
+    prune_in,
     stored,
 )
 
@@ -70,7 +71,7 @@ class StreamSessionContract:
                 session.add_deliveries([3])
                 session.save_intent(new_intent(key))
                 session.queue_deletions([("local", f"{key.tenant}/never")], NOW)
-                session.stream.prune(2)
+                await prune_in(session, 2)
                 await session.remove_records_through(2)
                 session.stream.close()
                 raise Boom
@@ -137,7 +138,7 @@ class StreamSessionContract:
             session.add_records(stored(plan))
         await append(harness, key, [{"payload": 3}, {"payload": 4}, {"payload": 5}])
         async with harness.store.lock(key) as session:
-            session.stream.prune(3)
+            await prune_in(session, 3)
             removed = await session.remove_records_through(3)
         assert (removed.records, removed.objects) == (3, (ref,))
         page = await harness.reader.read_page(key, 3, 100)
