@@ -14,8 +14,9 @@ Rules:
 - reads inside a session see the committed database plus everything accepted
   earlier in the same group (as if those had committed already);
 - an optimistic session (no row lock yet, see `group_commit.py`) may read
-  receipts, which only change when the stream's version does, and nothing
-  else from the database: intents and doomed records raise `NeedsLock`.
+  receipts and record byte offsets, which only change when the stream's version
+  does (a stored offset never changes), and nothing else from the database:
+  intents and doomed records raise `NeedsLock`.
 """
 
 from __future__ import annotations
