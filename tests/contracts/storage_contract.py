@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from tests.contracts.byte_offset_contract import ByteOffsetContract
 from tests.contracts.deletion_outbox_contract import DeletionOutboxContract
 from tests.contracts.delivery_outbox_contract import DeliveryOutboxContract
 from tests.contracts.gap_evidence_contract import GapEvidenceContract
@@ -34,7 +33,7 @@ from tests.contracts.wake_bus_contract import WakeBusContract
 
 class StorageContract(StreamStoreContract, StreamSessionContract, RecordReaderContract,
                       WakeBusContract, GapEvidenceContract, DeliveryOutboxContract,
-                      DeletionOutboxContract, ByteOffsetContract):
+                      DeletionOutboxContract):
     """Every port, and what the workers of a region see across them."""
 
     async def test_workers_see_only_the_streams_homed_in_their_region(

@@ -17,6 +17,7 @@ from domain.errors import NotFound
 from domain.identifiers import StreamKey
 from domain.object_intent import IntentState
 from domain.records import ObjectRef, draft_for_object, draft_from_wire
+from tests.contracts.byte_offset_contract import ByteOffsetContract
 from tests.contracts.harness import StorageHarness
 from tests.contracts.storage_support import (
     HERE,
@@ -35,7 +36,7 @@ from tests.contracts.storage_support import (
 )
 
 
-class StreamSessionContract:
+class StreamSessionContract(ByteOffsetContract):
     async def test_a_clean_unit_of_work_persists_everything_it_staged(
             self, harness: StorageHarness) -> None:
         key = await created(harness, direction="input")
