@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 
 import asyncpg
+import pytest
 
 from adapters.postgres import PostgresAdapters
 from adapters.postgres.ids import stream_id
@@ -25,6 +26,8 @@ from tests.integration.test_group_commit import (  # noqa: F401  (fixtures)
     stream,
 )
 from tests.pg import pg_dsn, pg_template  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.postgres
 
 
 async def append(adapters: PostgresAdapters, key: StreamKey, *lengths: int,
