@@ -81,6 +81,16 @@ class Staging:
     def stage_removal(self, sequence: int) -> None:
         self.remove_through = max(self.remove_through, sequence)
 
+    def staged_offset(self, sequence: int, *earlier: Sequence[StoredRecord]) -> int | None:
+        """The byte offset of record `sequence` if this session (or one folded before it,
+        `earlier`) staged it; None when none did."""
+        for records in (self.new_records, *earlier):
+            if records and records[0].sequence <= sequence <= records[-1].sequence:
+                record = records[sequence - records[0].sequence]  # staged records are dense
+                assert record.sequence == sequence
+                return record.offset
+        return None
+
     def fold(self, events: Sequence[Any], into: FoldTarget) -> bool:
         """Fold this session, whose aggregate raised `events`, into `into`; False when it
         changed nothing at all."""

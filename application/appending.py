@@ -98,8 +98,9 @@ class Appender:
         if not plan.new:
             return
         now = self._clock.now()
-        session.add_records([StoredRecord.from_draft(sequence, draft, now)
-                             for sequence, draft in plan.new])
+        session.add_records([StoredRecord.from_draft(sequence, draft, now, offset)
+                             for (sequence, draft), offset in zip(plan.new, plan.offsets,
+                                                                  strict=True)])
         if session.stream.definition.direction == "input":
             session.add_deliveries([sequence for sequence, _ in plan.new])
 

@@ -40,5 +40,8 @@ class Acknowledger:
 
 async def _ack(session: StreamSession, consumer_id: str, sequence: int,
                principal: str) -> AckResult:
-    session.stream.ack(consumer_id, sequence, principal)
+    stream = session.stream
+    # The acked record's byte offset, when the floor may rise to it (ADR 0047).
+    offset = await session.offset_through(sequence) if stream.offset_needed(sequence) else None
+    stream.ack(consumer_id, sequence, principal, offset)
     return AckResult(consumer_id, session.stream.acks[consumer_id])

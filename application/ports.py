@@ -37,14 +37,19 @@ class StoredRecord:
     idempotency_key: str | None = None
     payload_json: str | None = field(default=None, compare=False, repr=False)
     """The payload's canonical JSON when the writer already has it (saves re-encoding)."""
+    offset: int | None = field(default=None, compare=False, repr=False)
+    """The stream's byte offset through this record, for storage (`Stream`); readers
+    are not given it."""
 
     @classmethod
-    def from_draft(cls, sequence: int, draft: Draft, appended_at: datetime) -> StoredRecord:
-        """The record a validated draft becomes once `sequence` is assigned to it."""
+    def from_draft(cls, sequence: int, draft: Draft, appended_at: datetime,
+                   offset: int | None = None) -> StoredRecord:
+        """The record a validated draft becomes once `sequence` (and its byte offset) is
+        assigned to it."""
         return cls(sequence=sequence, content_type=draft.content_type, appended_at=appended_at,
                    size=draft.size, payload=draft.payload, has_payload=draft.has_payload,
                    data=draft.data, object=draft.object, idempotency_key=draft.idempotency_key,
-                   payload_json=draft.payload_json)
+                   payload_json=draft.payload_json, offset=offset)
 
 
 @dataclass(frozen=True)
@@ -204,6 +209,12 @@ class StreamSession(Protocol):
 
     async def remove_records_through(self, sequence: int) -> Removed:
         """Delete record rows up to `sequence`; report removed objects for deletion."""
+        ...
+
+    async def offset_through(self, sequence: int) -> int | None:
+        """Record `sequence`'s stored byte offset (see `Stream`), for a record still
+        retained (a removal staged in this unit of work has not happened yet) or staged
+        by this unit of work; None when there is no such record."""
         ...
 
 

@@ -57,7 +57,10 @@ class RetentionPruner:
             through = prune_through(pins, session.stream.head, expired)
             if through < session.stream.earliest:
                 return Removed(0)
-            session.stream.prune(through)
+            # Read before the record goes: the floor rises to it (ADR 0047).
+            offset = (await session.offset_through(through)
+                      if session.stream.offset_needed(through) else None)
+            session.stream.prune(through, offset)
             removed = await session.remove_records_through(through)
             bodies = []
             for ref in removed.objects:

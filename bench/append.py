@@ -7,19 +7,24 @@ Runs on uvloop, the loop `runnel serve` runs on (uvicorn picks it), for the floo
 and the application alike. Like pgbench, every run starts after a VACUUM.
 
     .venv/bin/python -m bench.append [--seconds 2] [--rounds 3] [--locked] [--max-group 1]
+                                     [--only-window]
 
 Scenarios (each runs for a fixed time and counts what was acknowledged):
 - raw floor: a plain asyncpg single-row INSERT-and-commit loop, 1 and 16
   connections (the best a one-commit-per-append design could hope for);
 - single-record appends through `RunnelService.appender`, with 1 producer,
   16 producers on 16 streams, and 16 producers on one hot stream;
-- batched appends of 100 records, 1 and 8 producers on their own streams.
+- batched appends of 100 records, 1 and 8 producers on their own streams;
+- single-record appends by 16 producers on one hot stream whose consumer stays
+  1,000 and then 100,000 records behind (`--only-window` runs just these two).
 
 A consumer acks each stream's head continuously, as a live reader would, so
-the unread window (and with it the snapshot) stays small.
+the unread window (and with it the snapshot) stays small; in the window
+scenarios it acks `head - window` instead, so the window stays that long.
 
 Targets, as ratios of the same run: 16 producers >= 0.5 x raw floor at 16;
-batched >= 50,000 records/s.
+batched >= 50,000 records/s; hot stream at 100k unread >= 0.9 x at 1k unread
+(credit is counters, whatever the window: ADR 0047).
 """
 
 from __future__ import annotations
@@ -47,12 +52,21 @@ from adapters.postgres import PostgresAdapters, open_postgres
 from application.node import NodeSettings
 from application.service import RunnelService
 from domain.credit_ceilings import DEFAULT_CEILINGS, CreditCeilings
+from domain.identifiers import StreamKey
 from domain.principal import Principal
 
 ADMIN_DSN = os.environ.get("RUNNEL_BENCH_PG_DSN",
                            "postgresql://postgres@127.0.0.1:5432/postgres")
 PRODUCER = Principal("bench", "bench", frozenset({"streams:read", "streams:write"}))
 RUN = "bench-run"
+WINDOWS = (1_000, 100_000)
+"""Unread windows of the hot-stream credit scenarios: the baseline, and the one measured
+against it."""
+
+
+def bench_key(name: str) -> StreamKey:
+    return StreamKey(PRODUCER.tenant, RUN, name)
+
 CREDIT = {"max_unread_items": DEFAULT_CEILINGS.max_unread_items,
           "max_unread_bytes": DEFAULT_CEILINGS.max_unread_bytes,
           "max_total_items": DEFAULT_CEILINGS.max_total_items,
@@ -147,21 +161,38 @@ class Bench:
             self.heads[name] = 0
         return names
 
-    async def ack_continuously(self, names: list[str], stop: asyncio.Event) -> None:
-        """A reader acking what it has seen keeps the unread window small."""
-        acked = dict.fromkeys(names, 0)
+    async def ack_continuously(self, names: list[str], stop: asyncio.Event,
+                               window: int = 0) -> None:
+        """A reader acking what it has seen keeps the unread window small (`window`: it
+        stays that many records behind the head)."""
+        acked = dict.fromkeys(names, -1)
         while not stop.is_set():
             for name in names:
-                head = self.heads[name]
-                if head > acked[name]:
-                    await self.service.acks.ack(PRODUCER, RUN, name, "reader", head)
-                    acked[name] = head
+                target = self.heads[name] - window
+                if target > max(acked[name], 0):
+                    await self.service.acks.ack(PRODUCER, RUN, name, "reader", target)
+                    acked[name] = target
             await asyncio.sleep(0.02)
 
+    async def fill(self, name: str, window: int) -> None:
+        """Append, unacked, until `window` records are unread on stream `name`."""
+        loaded = await self.adapters.store.load(bench_key(name))
+        assert loaded is not None
+        missing = window - loaded.usage.unread_items
+        records = [{"payload": {"token": "hello world", "n": n}} for n in range(1000)]
+        while missing > 0:
+            result = await self.service.appender.append(PRODUCER, RUN, name,
+                                                        records[:min(missing, 1000)])
+            self.heads[name] = result.head
+            missing -= result.stored
+
     async def appending(self, name: str, seconds: float, streams: list[str], producers: int,
-                        batch: int) -> Figure:
+                        batch: int, window: int = 0) -> Figure:
+        if window:
+            for stream in streams:
+                await self.fill(stream, window)
         stop = asyncio.Event()
-        acker = asyncio.create_task(self.ack_continuously(streams, stop))
+        acker = asyncio.create_task(self.ack_continuously(streams, stop, window))
         records = [{"payload": {"token": "hello world", "n": n}} for n in range(batch)]
 
         async def step(worker: int) -> int:
@@ -194,15 +225,28 @@ def report(figures: list[Figure]) -> None:
               f"  {figure.records_per_second:>9,.0f} records/s")
 
 
+async def windows(bench: Bench, seconds: float, keep: Callable[[str, Awaitable[Figure]],
+                  Awaitable[Figure]], streams: dict[int, list[str]], reverse: bool) -> float:
+    """One round of the hot-stream scenarios at each unread window; the ratio of the
+    largest window's figure to the smallest's. Rounds alternate the order (`reverse`):
+    on this box the first scenario of a round runs measurably slower, whichever it is."""
+    figures: dict[int, Figure] = {}
+    for window in (reversed(WINDOWS) if reverse else WINDOWS):
+        figures[window] = await keep(f"window{window}", bench.appending(
+            f"app: 16 producers on 1 hot stream, {window:,} unread", seconds,
+            streams[window], 16, 1, window))
+    return figures[WINDOWS[-1]].appends_per_second / figures[WINDOWS[0]].appends_per_second
+
+
 async def main(seconds: float, rounds: int, commit_connections: int, max_group: int,
-               locked: bool) -> None:
+               locked: bool, only_window: bool) -> None:
     database = f"runnel_bench_{uuid.uuid4().hex[:10]}"
     admin = await asyncpg.connect(ADMIN_DSN)
     await admin.execute(f'CREATE DATABASE "{database}"')
     await admin.close()
     dsn = dsn_for(database)
     runs: dict[str, list[Figure]] = {}
-    ratios: dict[str, list[float]] = {"spread": [], "hot": []}
+    ratios: dict[str, list[float]] = {"spread": [], "hot": [], "window": []}
 
     async def keep(key: str, scenario: Awaitable[Figure]) -> Figure:
         # Like pgbench, each run starts from a vacuumed database: in a live one,
@@ -227,9 +271,15 @@ async def main(seconds: float, rounds: int, commit_connections: int, max_group: 
             sixteen = await bench.streams("spread", 16)
             hot = await bench.streams("hot", 1)
             batched = await bench.streams("batched", 8)
+            windowed = {window: await bench.streams(f"window-{window}", 1)
+                        for window in WINDOWS}
             # Rounds interleave the floor with the scenarios measured against it, so a
             # neighbour's burst on a shared machine hits both sides of a ratio alike.
-            for _ in range(rounds):
+            for round_number in range(rounds):
+                ratios["window"].append(await windows(bench, seconds, keep, windowed,
+                                                      reverse=round_number % 2 == 1))
+                if only_window:
+                    continue
                 await keep("raw1", raw_floor(dsn, seconds, 1))
                 await keep("app1", bench.appending("app: 1 producer, 1 record/append",
                                                    seconds, one, 1, 1))
@@ -257,6 +307,12 @@ async def main(seconds: float, rounds: int, commit_connections: int, max_group: 
           f"{', every group locked' if locked else ''}; medians")
     report([median_figure(figures) for figures in runs.values()])
     print("Targets (median of the per-round ratios):")
+    window = sorted(ratios["window"])
+    print(f"  hot stream at {WINDOWS[-1]:,} unread: {window[len(window) // 2]:.2f} x at "
+          f"{WINDOWS[0]:,} unread (target >= 0.9; rounds: "
+          f"{', '.join(f'{r:.2f}' for r in ratios['window'])})")
+    if only_window:
+        return
     for name, label in (("spread", "16 producers on 16 streams"),
                         ("hot", "16 producers on 1 hot stream")):
         ordered = sorted(ratios[name])
@@ -276,6 +332,8 @@ if __name__ == "__main__":
                         help="1 = one transaction per command, to compare")
     parser.add_argument("--locked", action="store_true",
                         help="every group under the row lock (no optimistic groups), to compare")
+    parser.add_argument("--only-window", action="store_true",
+                        help="only the hot-stream scenarios at 1k and 100k unread")
     arguments = parser.parse_args()
     uvloop.run(main(arguments.seconds, arguments.rounds, arguments.commit_connections,
-                    arguments.max_group, arguments.locked))
+                    arguments.max_group, arguments.locked, arguments.only_window))

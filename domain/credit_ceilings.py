@@ -26,7 +26,7 @@ INT64_MAX = 2**63 - 1
 class CreditCeilings:
     """Per pin, the largest value a new definition may declare."""
 
-    max_unread_items: int = 100_000
+    max_unread_items: int = 10_000_000
     max_unread_bytes: int = 256 * 1024 * 1024
     max_total_items: int = 10_000_000
     max_total_bytes: int = 64 * 1024**3

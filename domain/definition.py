@@ -38,8 +38,9 @@ from domain.text import first_unstorable
 
 __all__ = ["FORBIDDEN_CONTENT_CLASSES", "StreamDefinition", "build_definition"]
 
-MAX_UNREAD_ITEMS_CEILING = 100_000
-"""Absolute maxima, whatever a node's `CreditCeilings` say (those may only be lower)."""
+MAX_UNREAD_ITEMS_CEILING = INT64_MAX
+"""Absolute maxima, whatever a node's `CreditCeilings` say (those may only be lower).
+Unread items cost nothing to count (byte offsets, ADR 0047): only a bigint bounds them."""
 MAX_OPEN_OBJECTS_CEILING = 10_000
 MAX_CONSUMERS = 64
 MAX_CONSUMER_PRINCIPALS = 64

@@ -5,6 +5,13 @@ record bodies: those live in a records table, so retention, redaction and
 erasure never rewrite the event log. Each public command validates first and
 raises a `DomainError` without changing anything; only then does it trigger
 an event whose `apply` merely assigns state (it runs again on replay).
+
+Credit is counters, never a list (docs/adr/0047): every record stores the
+stream's *byte offset* through itself (the running total of record sizes), the
+stream keeps the offset at its head, and unread bytes are that minus the offset
+at the unread floor. When the floor rises to a record between the floor and the
+head, the caller reads that record's stored offset under the row lock and
+passes it in; the event carries it, so replay looks nothing up.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from domain.errors import (
 )
 from domain.identifiers import StreamKey
 from domain.records import Draft
+from domain.stream_upcasts import upcast_v1_v2, upcast_v2_v3
 
 MAX_BATCH = 1000
 
@@ -47,21 +55,17 @@ class AppendPlan:
     """The batch positions that store nothing: their idempotency key was used before, on
     the stream or earlier in the batch, and they get that record's sequence (the first
     copy stays, whatever this one carries)."""
+    offsets: tuple[int, ...] = ()
+    """Per entry of `new`, the byte offset its record stores (through itself)."""
 
     @property
     def all_duplicates(self) -> bool:
         return not self.new
 
 
-def raised_floor(floor: int, sizes: list[int], unread_bytes: int, candidate: int,
-                 head: int) -> tuple[int, list[int], int]:
-    """The unread window after raising its floor towards `candidate` (never above head,
-    never down): (floor, sizes of the records above it, their bytes)."""
-    target = min(max(floor, candidate), head)
-    drop = target - floor
-    if drop <= 0:
-        return floor, sizes, unread_bytes
-    return target, sizes[drop:], unread_bytes - sum(sizes[:drop])
+class OffsetNeeded(ValueError):
+    """A command would raise the unread floor to a record whose byte offset only the
+    record itself holds, and the caller did not pass it (a caller's bug, not a refusal)."""
 
 
 class Stream(Aggregate):
@@ -72,8 +76,9 @@ class Stream(Aggregate):
     of it is ever unread (its total ceilings and retention bound it).
     """
 
-    class_version = 2
-    """2: acks of declared consumers only, no first-acker owners (`upcast_v1_v2`)."""
+    class_version = 3
+    """2: acks of declared consumers only, no first-acker owners (`upcast_v1_v2`).
+    3: byte offsets instead of the unread records' sizes (`upcast_v2_v3`)."""
 
     @staticmethod
     def create_id(tenant: str, run_id: str, stream_id: str, **_: Any) -> UUID:
@@ -93,9 +98,16 @@ class Stream(Aggregate):
         self.total_bytes = 0
         self.reservations: dict[str, int] = {}
         self.unread_floor = 0
-        self.unread_sizes: list[int] = []
         self.unread_bytes = 0
+        """Kept beside the offsets (= `head_offset` − the floor's offset): the release
+        before offsets reads it from the snapshot (docs/adr/0047)."""
+        self.head_offset = 0
+        """The byte offset through the head record: the sizes of every record ever
+        appended, from a base of 0 at sequence 0 (or where migration 0015 put it)."""
         self.acks: dict[str, int] = dict.fromkeys(definition.consumer_ids, 0)
+        self.ack_offsets: dict[str, int | None] = dict.fromkeys(definition.consumer_ids, 0)
+        """Per consumer, the byte offset through its ack (None: at or below the floor when
+        acked, so never needed: the floor only rises)."""
         self.closed = False
         self.legal_hold = False
         self.hold_reason: str | None = None
@@ -115,8 +127,36 @@ class Stream(Aggregate):
     @property
     def usage(self) -> Usage:
         """Total bytes include the bodies reserved by open object intents."""
-        return Usage(len(self.unread_sizes), self.unread_bytes, self.total_items,
+        return Usage(self.head - self.unread_floor, self.unread_bytes, self.total_items,
                      self.total_bytes + sum(self.reservations.values()))
+
+    @property
+    def floor_offset(self) -> int:
+        """The byte offset through the record at the unread floor."""
+        return self.head_offset - self.unread_bytes
+
+    def offset_needed(self, sequence: int) -> bool:
+        """Whether a command that may raise the floor to `sequence` needs that record's
+        stored offset from the caller: only strictly between the floor and the head
+        (the stream knows those two; below the floor nothing is ever needed)."""
+        return self.unread_floor < sequence < self.head
+
+    def _offset_through(self, sequence: int, given: int | None) -> int | None:
+        """The byte offset through `sequence` for an event: known here at the floor and
+        the head, `given` (the record's stored offset) between them, and irrelevant
+        (None) below the floor."""
+        if sequence == self.head:
+            return self.head_offset
+        if sequence == self.unread_floor:
+            return self.floor_offset
+        if sequence < self.unread_floor:
+            return None
+        if given is None:
+            raise OffsetNeeded(f"the byte offset through record {sequence} is needed")
+        if not self.floor_offset <= given <= self.head_offset:
+            raise OffsetNeeded(f"offset {given} of record {sequence} is outside the unread "
+                               f"window's {self.floor_offset}..{self.head_offset}")
+        return given
 
     # -- guards ----------------------------------------------------------
 
@@ -154,6 +194,8 @@ class Stream(Aggregate):
         seen = dict(receipts)
         sequences: list[int] = []
         new: list[tuple[int, Draft]] = []
+        offsets: list[int] = []
+        offset = self.head_offset
         next_sequence = self.head + 1
         duplicates: list[int] = []
         for position, draft in enumerate(drafts):
@@ -164,6 +206,8 @@ class Stream(Aggregate):
                 continue
             sequences.append(next_sequence)
             new.append((next_sequence, draft))
+            offset += draft.size
+            offsets.append(offset)
             if key is not None:
                 seen[key] = next_sequence
             next_sequence += 1
@@ -174,7 +218,7 @@ class Stream(Aggregate):
             unreserved = sum(draft.object.size for _, draft in new if draft.object is not None
                              and draft.object.object_id not in self.reservations)
             self._ensure_appendable(len(new), size, size + unreserved)
-        return AppendPlan(tuple(sequences), tuple(new), tuple(duplicates))
+        return AppendPlan(tuple(sequences), tuple(new), tuple(duplicates), tuple(offsets))
 
     def append(self, plan: AppendPlan) -> None:
         """Commit a plan made by `plan_append` on this same state."""
@@ -207,7 +251,7 @@ class Stream(Aggregate):
                              if acked == slowest)
             raise Backpressure(
                 f"the unread ceiling is reached; retry after {', '.join(holding)} ack",
-                consumers=holding, unread_items=len(self.unread_sizes),
+                consumers=holding, unread_items=self.usage.unread_items,
                 unread_bytes=self.unread_bytes, max_unread_items=credit.max_unread_items,
                 max_unread_bytes=credit.max_unread_bytes)
 
@@ -228,10 +272,10 @@ class Stream(Aggregate):
                 stream.reservations = {object_id: size for object_id, size
                                        in stream.reservations.items()
                                        if object_id not in self.objects}
-            stream.unread_sizes = [*stream.unread_sizes, *self.sizes]
+            stream.head_offset += sum(self.sizes)
             stream.unread_bytes += sum(self.sizes)
             if not stream.acks:  # nobody to wait for: nothing is unread
-                stream._advance_floor(stream.head)
+                stream._raise_floor(stream.head, stream.head_offset)
 
     # -- object reservations ---------------------------------------------
 
@@ -279,11 +323,14 @@ class Stream(Aggregate):
 
     # -- consumers -------------------------------------------------------
 
-    def ack(self, consumer_id: str, sequence: int, principal: str) -> bool:
+    def ack(self, consumer_id: str, sequence: int, principal: str,
+            offset: int | None = None) -> bool:
         """Advance a declared consumer's ack, by a principal its declaration allows.
 
         An undeclared id is refused and registers nothing. Re-acking the current value
-        is accepted and changes nothing (returns False).
+        is accepted and changes nothing (returns False). `offset` is record `sequence`'s
+        stored byte offset, read under the row lock; it is needed only when
+        `offset_needed(sequence)` (`OffsetNeeded` otherwise, after every refusal).
         """
         allowed = self.definition.consumer_principals(consumer_id)
         if allowed is not None and principal not in allowed:
@@ -300,44 +347,42 @@ class Stream(Aggregate):
         if sequence == current:
             return False
         self.trigger_event(self.Acked, consumer_id=consumer_id, sequence=sequence,
-                           principal=principal)
+                           principal=principal, offset=self._offset_through(sequence, offset))
         return True
 
     class Acked(Aggregate.Event):
-        """`principal` is evidence of who acked; it grants nothing."""
+        """`principal` is evidence of who acked; it grants nothing. `offset`: the byte
+        offset through `sequence` (None when at or below the floor, and in histories
+        from before offsets)."""
 
         consumer_id: str
         sequence: int
         principal: str
+        offset: int | None = None
 
         def apply(self, aggregate: Any) -> None:
             stream: Stream = aggregate
             if self.consumer_id not in stream.acks:
                 return  # history from before only declared consumers existed: it counts for nothing
             stream.acks = {**stream.acks, self.consumer_id: self.sequence}
-            stream._advance_floor(min(stream.acks.values()))
+            stream.ack_offsets = {**stream.ack_offsets, self.consumer_id: self.offset}
+            slowest = min(stream.acks, key=stream.acks.__getitem__)
+            stream._raise_floor(stream.acks[slowest], stream.ack_offsets[slowest])
 
-    def _advance_floor(self, candidate: int) -> None:
-        # Credit once granted is never revoked: the floor only moves up.
-        self.unread_floor, self.unread_sizes, self.unread_bytes = raised_floor(
-            self.unread_floor, self.unread_sizes, self.unread_bytes,
-            max(candidate, self.earliest - 1), self.head)
+    def _raise_floor(self, sequence: int, offset: int | None) -> None:
+        """Credit once granted is never revoked: the floor only moves up, to `sequence`
+        (at most the head) whose byte offset is `offset`."""
+        if sequence <= self.unread_floor:
+            return
+        if offset is None:
+            raise OffsetNeeded(f"history from before byte offsets raises the floor to "
+                               f"{sequence}: replay it from a snapshot (docs/adr/0047)")
+        self.unread_floor = sequence
+        self.unread_bytes = self.head_offset - offset
 
-    @staticmethod
-    def upcast_v1_v2(state: dict[str, Any]) -> None:
-        """A version-1 snapshot let any reader register a consumer by acking it, to the
-        first acker. Only declared consumers remain, owned by nobody, and the floor
-        rises to what the declared ones (or, without any, the head) allow. Its open
-        intents reserved nothing (their bodies are counted when they commit)."""
-        state.setdefault("reservations", {})
-        declared = state["definition"].consumer_ids
-        acks = state["acks"]
-        state["acks"] = {consumer: acks.get(consumer, 0) for consumer in declared}
-        state.pop("owners", None)
-        candidate = min(state["acks"].values()) if declared else state["head"]
-        state["unread_floor"], state["unread_sizes"], state["unread_bytes"] = raised_floor(
-            state.get("unread_floor", 0), state["unread_sizes"], state["unread_bytes"],
-            max(candidate, state["earliest"] - 1), state["head"])
+    # Snapshots of older class versions (`domain/stream_upcasts.py`).
+    upcast_v1_v2 = staticmethod(upcast_v1_v2)
+    upcast_v2_v3 = staticmethod(upcast_v2_v3)
 
     # -- lifecycle -------------------------------------------------------
 
@@ -368,26 +413,32 @@ class Stream(Aggregate):
             stream.legal_hold = self.held
             stream.hold_reason = self.reason
 
-    def prune(self, through: int) -> int:
+    def prune(self, through: int, offset: int | None = None) -> int:
         """Remove records up to `through` (clamped to head); never while held.
 
         Returns the new earliest retained sequence, unchanged when nothing is pruned.
+        The floor rises to the last pruned record: `offset` is its stored byte offset,
+        read before it goes, and needed only when `offset_needed(through)`.
         """
         if self.legal_hold:
             raise StreamHeld("stream is under legal hold")
         through = min(through, self.head)
         if through < self.earliest:
             return self.earliest
-        self.trigger_event(self.Pruned, through=through)
+        self.trigger_event(self.Pruned, through=through,
+                           offset=self._offset_through(through, offset))
         return self.earliest
 
     class Pruned(Aggregate.Event):
+        """`offset`: the byte offset through `through` (None when at or below the floor)."""
+
         through: int
+        offset: int | None = None
 
         def apply(self, aggregate: Any) -> None:
             stream: Stream = aggregate
             stream.earliest = self.through + 1
-            stream._advance_floor(self.through)
+            stream._raise_floor(self.through, self.offset)
 
     def erase(self) -> bool:
         """Seal (and close) the stream for good and remove its records unless it is under
@@ -419,4 +470,4 @@ class Stream(Aggregate):
             stream.erased = True
             stream.closed = True
             stream.earliest = stream.head + 1
-            stream._advance_floor(stream.head)
+            stream._raise_floor(stream.head, stream.head_offset)

@@ -95,6 +95,15 @@ class MemorySession(Staging):
         doomed = [r for r in self._data.records if r.sequence <= sequence]
         return Removed(len(doomed), tuple(r.object for r in doomed if r.object is not None))
 
+    async def offset_through(self, sequence: int) -> int | None:
+        staged = self.staged_offset(sequence)
+        if staged is not None:
+            return staged
+        records = self._data.records
+        at = bisect.bisect_left(records, sequence, key=lambda record: record.sequence)
+        return records[at].offset if at < len(records) and records[at].sequence == sequence \
+            else None
+
 
 class MemoryStreamStore:
     """Implements `StreamStore`, `RecordReader` and `GapEvidence`; `deletions` is the

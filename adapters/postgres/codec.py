@@ -8,8 +8,9 @@ exists so the round trip can be checked against the event log.
 A stream's snapshot leaves out its definition: that never changes, is kept on
 the same row (`streams.definition`) and is put back on load. Written with every
 commit, it would otherwise be most of the snapshot's bytes (and push the row
-past the size at which Postgres compresses it). It leaves out the sizes of the
-unread records too: the records table has them (`stream_rows.py`).
+past the size at which Postgres compresses it). Snapshots of class version 2
+left out the sizes of the unread records too; they are put back on load from
+the records table (`stream_rows.py`), for `Stream.upcast_v2_v3`.
 """
 
 from __future__ import annotations
@@ -146,7 +147,7 @@ def build_mapper(definitions: StreamDefinitionAsJson) -> Mapper[UUID]:
     return Mapper(transcoder=transcoder)
 
 
-_LEFT_OUT = ("definition", "unread_sizes")
+_LEFT_OUT = ("definition",)
 """The stream attributes its snapshot leaves out (see the module docstring)."""
 _STREAM_TOPIC = get_topic(Stream)
 _SNAPSHOT_TOPIC = get_topic(Snapshot)
@@ -183,12 +184,14 @@ class AggregateCodec:
                            self.mapper.transcoder.encode(body))
 
     def load_stream(self, stream_id: UUID, version: int, topic: str, state: bytes,
-                    definition: str, unread_sizes: list[int]) -> Stream:
+                    definition: str, legacy: tuple[list[int], int] | None = None) -> Stream:
         """A stream from its snapshot plus what the snapshot left out: the definition's
-        JSON text and the unread records' sizes, oldest first."""
-        return self.load(Stream, stream_id, version, topic, state,
-                         {"definition": self._definitions.decode(definition),
-                          "unread_sizes": unread_sizes})
+        JSON text and, for a snapshot from before byte offsets, `legacy`: the unread
+        records' sizes (oldest first) and the head's byte offset."""
+        put_back: dict[str, Any] = {"definition": self._definitions.decode(definition)}
+        if legacy is not None:
+            put_back["unread_sizes"], put_back["head_offset"] = legacy
+        return self.load(Stream, stream_id, version, topic, state, put_back)
 
     def load(self, kind: type[A], aggregate_id: UUID, version: int, topic: str,
              state: bytes, put_back: dict[str, Any] | None = None) -> A:

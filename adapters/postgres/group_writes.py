@@ -132,15 +132,15 @@ class GroupWrites:
 
 
 def _record_row(stream_id: UUID, record: StoredRecord, payload: str | None) -> tuple[Any, ...]:
-    """A `runnel_record` value."""
+    """A `runnel_record_v2` value (migration 0015)."""
     ref = record.object
     if ref is None:
         return (stream_id, record.sequence, record.content_type, record.appended_at,
                 record.size, payload, record.data, None, None, None, None,
-                record.idempotency_key)
+                record.idempotency_key, record.offset)
     return (stream_id, record.sequence, record.content_type, record.appended_at, record.size,
             payload, record.data, ref.object_id, ref.size, ref.sha256, ref.content_type,
-            record.idempotency_key)
+            record.idempotency_key, record.offset)
 
 
 # One statement writes a whole group: a data-modifying CTE per kind of row that the
@@ -154,8 +154,8 @@ _PARTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("new_records", """
     INSERT INTO records (stream, sequence, content_type, appended_at, size, payload, data,
                          object_id, object_size, object_sha256, object_content_type,
-                         idempotency_key)
-    SELECT * FROM unnest({}::runnel_record[])""",
+                         idempotency_key, byte_offset)
+    SELECT * FROM unnest({}::runnel_record_v2[])""",
      ("records",)),
     ("new_receipts", """
     INSERT INTO append_receipts (stream, idempotency_key, sequence)

@@ -21,14 +21,14 @@ import asyncpg
 
 from adapters.postgres.codec import AggregateCodec
 from adapters.postgres.stream_cache import StreamCache, clone
-from adapters.postgres.stream_rows import ROW_COLUMNS, UNREAD_SIZES, stream_from_row
+from adapters.postgres.stream_rows import ROW_COLUMNS, legacy_columns, stream_from_row
 from domain.stream import Stream
 
 _LOAD_MANY = f"""
 SELECT s.id, s.version, s.snapshot_topic,
        CASE WHEN s.version = known.version THEN NULL ELSE s.snapshot END AS snapshot,
        CASE WHEN s.version = known.version THEN NULL ELSE s.definition END AS definition,
-       CASE WHEN s.version = known.version THEN NULL ELSE {UNREAD_SIZES} END AS unread_sizes
+       {legacy_columns("s.version = known.version")}
 FROM streams AS s JOIN unnest($1::uuid[], $2::int4[]) AS known(id, version) ON s.id = known.id
 """
 

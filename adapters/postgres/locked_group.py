@@ -29,7 +29,7 @@ from adapters.postgres.group_units import BodyUnit, StoreClosed, Unit, WorkUnit
 from adapters.postgres.group_writes import GroupWrites, write_statement
 from adapters.postgres.ids import stream_id
 from adapters.postgres.pool import as_unavailable
-from adapters.postgres.stream_rows import ROW_COLUMNS, UNREAD_SIZES, stream_from_row
+from adapters.postgres.stream_rows import ROW_COLUMNS, legacy_columns, stream_from_row
 from adapters.postgres.unit_of_work import GroupStream
 from domain.errors import NotFound
 from domain.identifiers import StreamKey
@@ -42,7 +42,7 @@ _LOCK_STREAMS = f"""
 SELECT s.id, s.tenant, s.run_id, s.stream_id, s.version, s.snapshot_topic,
        CASE WHEN s.version = known.version THEN NULL ELSE s.snapshot END AS snapshot,
        CASE WHEN s.version = known.version THEN NULL ELSE s.definition END AS definition,
-       CASE WHEN s.version = known.version THEN NULL ELSE {UNREAD_SIZES} END AS unread_sizes,
+       {legacy_columns("s.version = known.version")},
        EXISTS (SELECT 1 FROM erased_runs AS e
                WHERE e.tenant = s.tenant AND e.run_id = s.run_id) AS run_erased
 FROM streams AS s JOIN unnest($1::uuid[], $2::int4[]) AS known(id, version) ON s.id = known.id

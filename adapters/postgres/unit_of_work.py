@@ -14,8 +14,9 @@ Rules:
 - reads inside a session see the committed database plus everything accepted
   earlier in the same group (as if those had committed already);
 - an optimistic session (no row lock yet, see `group_commit.py`) may read
-  receipts, which only change when the stream's version does, and nothing
-  else from the database: intents and doomed records raise `NeedsLock`.
+  receipts and record byte offsets, which only change when the stream's version
+  does (a stored offset never changes), and nothing else from the database:
+  intents and doomed records raise `NeedsLock`.
 """
 
 from __future__ import annotations
@@ -59,6 +60,10 @@ SELECT count(*) AS removed,
            FILTER (WHERE object_id IS NOT NULL) AS types
 FROM records WHERE stream = $1 AND sequence > $2 AND sequence <= $3
 """
+
+_OFFSET = "SELECT byte_offset FROM records WHERE stream = $1 AND sequence = $2"
+
+_SIZES_ABOVE = "SELECT coalesce(sum(size), 0) FROM records WHERE stream = $1 AND sequence > $2"
 
 
 def load_intent_row(codec: AggregateCodec, row: Mapping[str, Any]) -> ObjectIntent:
@@ -210,6 +215,25 @@ class PostgresSession(Staging):
         staged = [record for record in locked.records if record.sequence <= sequence]
         objects.extend(record.object for record in staged if record.object is not None)
         return Removed(row["removed"] + len(staged), tuple(objects))
+
+
+    async def offset_through(self, sequence: int) -> int | None:
+        """Staged in this group, or the stored row's; a row written by the release before
+        offsets has none (NULL), and its offset is what the live head's offset leaves
+        once every record above it is taken off (docs/adr/0047)."""
+        staged = self.staged_offset(sequence, self._locked.records)
+        if staged is not None:
+            return staged
+        if sequence <= self._locked.delete_through:
+            return None
+        row = await self._db().fetchrow(_OFFSET, self._locked.id, sequence)
+        if row is None:
+            return None
+        if row["byte_offset"] is not None:
+            return int(row["byte_offset"])
+        above = await self._db().fetchval(_SIZES_ABOVE, self._locked.id, sequence)
+        staged_sizes = sum(record.size for record in (*self._locked.records, *self.new_records))
+        return self.stream.head_offset - int(above) - staged_sizes
 
 
 def accept(locked: GroupStream, session: PostgresSession) -> None:

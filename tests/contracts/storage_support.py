@@ -13,6 +13,7 @@ from application.ports import (
     BodyDeletion,
     Delivery,
     StoredRecord,
+    StreamSession,
     Wake,
     WakeSubscription,
 )
@@ -46,7 +47,24 @@ def new_stream(key: StreamKey, **pins: Any) -> Stream:
 
 
 def stored(plan: AppendPlan, at: datetime = NOW) -> list[StoredRecord]:
-    return [StoredRecord.from_draft(sequence, draft, at) for sequence, draft in plan.new]
+    return [StoredRecord.from_draft(sequence, draft, at, offset)
+            for (sequence, draft), offset in zip(plan.new, plan.offsets, strict=True)]
+
+
+async def ack_in(session: StreamSession, consumer_id: str, sequence: int,
+                 principal: str = "alice") -> bool:
+    """Ack the way the ack use case does: with the acked record's stored byte offset."""
+    stream = session.stream
+    offset = await session.offset_through(sequence) if stream.offset_needed(sequence) else None
+    return stream.ack(consumer_id, sequence, principal, offset)
+
+
+async def prune_in(session: StreamSession, through: int) -> int:
+    """Prune the way the retention use case does: the offset is read before the record goes."""
+    stream = session.stream
+    through = min(through, stream.head)
+    offset = await session.offset_through(through) if stream.offset_needed(through) else None
+    return stream.prune(through, offset)
 
 
 async def created(harness: StorageHarness, key: StreamKey | None = None,

@@ -17,6 +17,7 @@ from domain.errors import NotFound
 from domain.identifiers import StreamKey
 from domain.object_intent import IntentState
 from domain.records import ObjectRef, draft_for_object, draft_from_wire
+from tests.contracts.byte_offset_contract import ByteOffsetContract
 from tests.contracts.harness import StorageHarness
 from tests.contracts.storage_support import (
     HERE,
@@ -30,11 +31,12 @@ from tests.contracts.storage_support import (
     our_bodies,
     ours,
     payloads,
+    prune_in,
     stored,
 )
 
 
-class StreamSessionContract:
+class StreamSessionContract(ByteOffsetContract):
     async def test_a_clean_unit_of_work_persists_everything_it_staged(
             self, harness: StorageHarness) -> None:
         key = await created(harness, direction="input")
@@ -70,7 +72,7 @@ class StreamSessionContract:
                 session.add_deliveries([3])
                 session.save_intent(new_intent(key))
                 session.queue_deletions([("local", f"{key.tenant}/never")], NOW)
-                session.stream.prune(2)
+                await prune_in(session, 2)
                 await session.remove_records_through(2)
                 session.stream.close()
                 raise Boom
@@ -137,7 +139,7 @@ class StreamSessionContract:
             session.add_records(stored(plan))
         await append(harness, key, [{"payload": 3}, {"payload": 4}, {"payload": 5}])
         async with harness.store.lock(key) as session:
-            session.stream.prune(3)
+            await prune_in(session, 3)
             removed = await session.remove_records_through(3)
         assert (removed.records, removed.objects) == (3, (ref,))
         page = await harness.reader.read_page(key, 3, 100)

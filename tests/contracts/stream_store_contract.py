@@ -15,11 +15,13 @@ from tests.contracts.harness import StorageHarness
 from tests.contracts.storage_support import (
     HERE,
     NOW,
+    ack_in,
     append,
     created,
     new_intent,
     new_key,
     new_stream,
+    prune_in,
 )
 
 
@@ -59,8 +61,8 @@ class StreamStoreContract:
         key = await created(harness, consumers=["ui"])
         await append(harness, key, [{"payload": "abc"}, {"payload": 2}, {"payload": 3}])
         async with harness.store.lock(key) as session:
-            session.stream.ack("ui", 1, "alice")
-            session.stream.prune(1)
+            await ack_in(session, "ui", 1)
+            await prune_in(session, 1)
             session.stream.set_legal_hold(True, "audit")
             session.stream.close()
             await session.remove_records_through(1)
@@ -74,7 +76,7 @@ class StreamStoreContract:
         assert loaded.definition == new_stream(key, consumers=["ui"]).definition
         assert loaded.created_at == NOW
         async with harness.store.lock(key) as session:  # and it keeps accepting commands
-            session.stream.ack("ui", 3, "alice")
+            await ack_in(session, "ui", 3)
         assert (await harness.store.load(key)).acks == {"ui": 3}  # type: ignore[union-attr]
 
     async def test_streams_with_retention_lists_pinned_unheld_streams_by_key(

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from application.ports import StorageUpkeep, UpkeepLimits
 from domain.identifiers import StreamKey
 from tests.contracts.harness import StorageHarness
-from tests.contracts.storage_support import HERE, append, created, new_intent
+from tests.contracts.storage_support import HERE, append, created, new_intent, prune_in
 
 PAST = datetime(2000, 1, 1, tzinfo=UTC)
 """Before anything a test stores: a cutoff that removes nothing."""
@@ -43,7 +43,7 @@ async def receipts(harness: StorageHarness, key: StreamKey, *names: str) -> dict
 
 async def prune(harness: StorageHarness, key: StreamKey, through: int) -> None:
     async with harness.store.lock(key) as session:
-        session.stream.prune(through)
+        await prune_in(session, through)
         await session.remove_records_through(through)
 
 

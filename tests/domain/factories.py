@@ -47,12 +47,40 @@ def draft(size: int = 10, key: str | None = None) -> Draft:
                  has_payload=True)
 
 
+_STORED_OFFSETS: dict[int, tuple[Stream, dict[int, int]]] = {}
+"""Per stream appended through `append` (by identity), the byte offset each of its records
+would store: what a store hands back under the row lock."""
+
+
 def append(target: Stream, *drafts: Draft, receipts: dict[str, int] | None = None
            ) -> tuple[int, ...]:
     """Plan and commit a batch the way the append use case does; returns its sequences."""
     plan = target.plan_append(list(drafts) or [draft()], receipts or {})
     target.append(plan)
+    entry = _STORED_OFFSETS.get(id(target))
+    if entry is None or entry[0] is not target:
+        entry = _STORED_OFFSETS[id(target)] = (target, {})
+    entry[1].update(zip((sequence for sequence, _ in plan.new), plan.offsets, strict=True))
     return plan.sequences
+
+
+def stored_offset(target: Stream, sequence: int) -> int | None:
+    """The offset record `sequence` of `target` stores, as the use cases read it: only when
+    the stream needs it (None otherwise, or for a record `append` did not make)."""
+    if not target.offset_needed(sequence):
+        return None
+    entry = _STORED_OFFSETS.get(id(target))
+    return entry[1].get(sequence) if entry is not None and entry[0] is target else None
+
+
+def ack(target: Stream, consumer_id: str, sequence: int, principal: str) -> bool:
+    """Ack the way the ack use case does: with the acked record's stored offset."""
+    return target.ack(consumer_id, sequence, principal, stored_offset(target, sequence))
+
+
+def prune(target: Stream, through: int) -> int:
+    """Prune the way the retention use case does: with the last pruned record's offset."""
+    return target.prune(through, stored_offset(target, min(through, target.head)))
 
 
 def pins(size: int = 100, sha256: str = SHA_A, key: str = "obj-1",

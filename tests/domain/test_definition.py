@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from domain.credit_ceilings import CreditCeilings
 from domain.definition import (
     FORBIDDEN_CONTENT_CLASSES,
     MAX_CONSUMERS,
@@ -163,11 +164,15 @@ def test_credit_limits_must_be_positive(limit: str, value: int) -> None:
     assert refused_field(credit={limit: value}) == f"credit.{limit}"
 
 
-def test_unread_items_limit_has_a_ceiling() -> None:
+def test_unread_items_limit_is_bounded_by_a_bigint_only() -> None:
+    # The old 100,000 cap is gone: credit is counters, whatever the unread window (ADR 0047).
+    assert build(credit={"max_unread_items": 100_001}).credit.max_unread_items == 100_001
     assert refused_field(credit={"max_unread_items": MAX_UNREAD_ITEMS_CEILING + 1}) == (
         "credit.max_unread_items")
-    assert build(credit={"max_unread_items": MAX_UNREAD_ITEMS_CEILING}
-                 ).credit.max_unread_items == MAX_UNREAD_ITEMS_CEILING
+    unbounded = CreditCeilings(max_unread_items=MAX_UNREAD_ITEMS_CEILING)
+    assert build_definition(MINIMAL | {"credit": {"max_unread_items": MAX_UNREAD_ITEMS_CEILING}},
+                            NODE_REGION, unbounded
+                            ).credit.max_unread_items == MAX_UNREAD_ITEMS_CEILING == 2**63 - 1
 
 
 @pytest.mark.parametrize("policy", ["reject", "block"])

@@ -23,11 +23,14 @@ from tests.domain.factories import (
     SHA_A,
     SHA_B,
     T0,
+    ack,
+    append,
     credit,
     definition,
     draft,
     intent,
     pins,
+    prune,
     replayed,
 )
 
@@ -58,19 +61,18 @@ def run_stream_command(stream: Stream, receipts: dict[str, int], command: tuple[
     name, *args = command
     if name == "append":
         drafts = [draft(size, key) for size, key in args[0]]
-        plan = stream.plan_append(drafts, receipts)
-        stream.append(plan)
-        for sequence, new in plan.new:
+        for sequence, new in zip(append(stream, *drafts, receipts=receipts), drafts,
+                                 strict=True):
             if new.idempotency_key is not None:
-                receipts[new.idempotency_key] = sequence
+                receipts.setdefault(new.idempotency_key, sequence)
     elif name == "ack":
-        stream.ack(*args)
+        ack(stream, *args)
     elif name == "close":
         stream.close()
     elif name == "hold":
         stream.set_legal_hold(*args)
     elif name == "prune":
-        stream.prune(*args)
+        prune(stream, *args)
     elif name == "erase":
         stream.erase()
 
@@ -131,7 +133,7 @@ def test_replay_reproduces_every_attribute_not_just_the_counters() -> None:
     stream = Stream.start(KEY, definition(consumers=["ui"]), T0)
     fresh_events = list(stream.pending_events)
     run_stream_command(stream, {}, ("append", [(5, "k1"), (7, None)]))
-    stream.ack("ui", 1, "alice")
+    ack(stream, "ui", 1, "alice")
     stream.set_legal_hold(True, "case")
     rebuilt = replayed(stream.collect_events())
     assert vars(rebuilt) == vars(stream)

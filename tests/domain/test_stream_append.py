@@ -13,7 +13,7 @@ from domain.errors import (
     TooLarge,
 )
 from domain.stream import MAX_BATCH
-from tests.domain.factories import append, credit, draft, refused_unchanged, stream
+from tests.domain.factories import ack, append, credit, draft, prune, refused_unchanged, stream
 
 
 def test_a_new_stream_is_empty() -> None:
@@ -132,10 +132,10 @@ def test_the_unread_bytes_ceiling_answers_backpressure() -> None:
 def test_unread_is_counted_after_the_slowest_consumer_ack() -> None:
     target = stream(consumers=["ui", "audit"], credit=credit(max_unread_items=3))
     append(target, draft(), draft(), draft())
-    target.ack("ui", 3, "alice")
+    ack(target, "ui", 3, "alice")
     with refused_unchanged(target, Backpressure):  # audit has read nothing yet
         target.plan_append([draft()], {})
-    target.ack("audit", 2, "bob")
+    ack(target, "audit", 2, "bob")
     assert target.usage.unread_items == 1
     assert append(target, draft(), draft()) == (4, 5)
     with refused_unchanged(target, Backpressure):
@@ -147,7 +147,7 @@ def test_pruning_frees_unread_credit_that_no_consumer_has_acked() -> None:
     append(target, draft(10), draft(10), draft(10))
     with refused_unchanged(target, Backpressure):
         target.plan_append([draft(1)], {})
-    target.prune(2)
+    prune(target, 2)
     assert (target.usage.unread_items, target.usage.unread_bytes) == (1, 10)
     assert append(target, draft(10), draft(10)) == (4, 5)
 
@@ -163,7 +163,7 @@ def test_without_consumers_nothing_waits_so_only_the_totals_bound_a_stream() -> 
 def test_the_total_items_ceiling_is_quota_exhausted_and_acking_does_not_help() -> None:
     target = stream(consumers=["ui"], credit=credit(max_total_items=3))
     append(target, draft(), draft(), draft())
-    target.ack("ui", 3, "alice")
+    ack(target, "ui", 3, "alice")
     with refused_unchanged(target, QuotaExhausted) as refused:
         target.plan_append([draft()], {})
     assert refused.value.code == "quota_exhausted"
@@ -180,7 +180,7 @@ def test_the_total_bytes_ceiling_is_quota_exhausted() -> None:
 def test_the_quota_counts_pruned_records_too() -> None:
     target = stream(credit=credit(max_total_items=2))
     append(target, draft(), draft())
-    target.prune(2)
+    prune(target, 2)
     with refused_unchanged(target, QuotaExhausted):
         target.plan_append([draft()], {})
 
@@ -199,7 +199,7 @@ def test_a_rejected_batch_stores_none_of_its_records() -> None:
     with refused_unchanged(target, Backpressure):
         target.plan_append([draft(key="x"), draft(key="y")], {})
     # The keys of the refused batch were not used: they are new next time.
-    target.ack("ui", 2, "alice")
+    ack(target, "ui", 2, "alice")
     assert append(target, draft(key="x"), draft(key="y")) == (3, 4)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from domain.errors import RunErased, StreamHeld
-from tests.domain.factories import append, draft, refused_unchanged, stream
+from tests.domain.factories import append, draft, prune, refused_unchanged, stream
 
 # -- close -------------------------------------------------------------------
 
@@ -50,32 +50,32 @@ def test_changing_only_the_reason_is_recorded() -> None:
 def test_prune_advances_earliest_and_returns_it() -> None:
     target = stream()
     append(target, draft(), draft(), draft(), draft())
-    assert target.prune(2) == 3
+    assert prune(target, 2) == 3
     assert target.earliest == 3
 
 
 def test_prune_is_clamped_to_head() -> None:
     target = stream()
     append(target, draft(), draft())
-    assert target.prune(10) == 3
+    assert prune(target, 10) == 3
     assert (target.earliest, target.head) == (3, 2)
 
 
 def test_pruning_below_earliest_changes_nothing() -> None:
     target = stream()
     append(target, draft(), draft(), draft())
-    target.prune(2)
+    prune(target, 2)
     target.collect_events()
-    assert target.prune(1) == 3
-    assert target.prune(2) == 3
-    assert target.prune(-5) == 3
+    assert prune(target, 1) == 3
+    assert prune(target, 2) == 3
+    assert prune(target, -5) == 3
     assert target.collect_events() == []
 
 
 def test_pruning_an_empty_stream_changes_nothing() -> None:
     target = stream()
     target.collect_events()
-    assert target.prune(5) == 1
+    assert prune(target, 5) == 1
     assert target.collect_events() == []
 
 
@@ -84,16 +84,16 @@ def test_a_held_stream_is_never_pruned() -> None:
     append(target, draft(), draft())
     target.set_legal_hold(True, "case")
     with refused_unchanged(target, StreamHeld) as refused:
-        target.prune(1)
+        prune(target, 1)
     assert refused.value.code == "legal_hold"
     target.set_legal_hold(False, None)
-    assert target.prune(1) == 2
+    assert prune(target, 1) == 2
 
 
 def test_pruned_records_no_longer_count_as_unread_but_still_count_in_totals() -> None:
     target = stream(consumers=["ui"])
     append(target, draft(10), draft(20), draft(30))
-    target.prune(2)
+    prune(target, 2)
     assert (target.usage.unread_items, target.usage.unread_bytes) == (1, 30)
     assert (target.total_items, target.total_bytes) == (3, 60)
 
@@ -101,7 +101,7 @@ def test_pruned_records_no_longer_count_as_unread_but_still_count_in_totals() ->
 def test_sequences_continue_after_pruning() -> None:
     target = stream()
     append(target, draft(), draft())
-    target.prune(2)
+    prune(target, 2)
     assert append(target, draft()) == (3,)
 
 

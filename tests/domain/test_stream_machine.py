@@ -6,6 +6,11 @@ declared consumers (one of them pinned to a principal). After every step the
 aggregate must agree with it, stay inside every ceiling, keep its pins, and be
 rebuilt exactly from its own events. A refused command must leave every
 attribute of the aggregate as it was.
+
+Unread bytes are counters in the aggregate (byte offsets, ADR 0047) and a sum of
+sizes above the floor in the model. Acks and prunes hand in the record's offset
+the way the use cases do (the model's running total); a missing or impossible
+offset where one is needed is refused, changing nothing.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from domain.errors import (
     StreamHeld,
     TooLarge,
 )
-from domain.stream import Stream
+from domain.stream import OffsetNeeded, Stream
 from tests.domain.factories import KEY, T0, credit, definition, draft, refused_unchanged, replayed
 
 CONSUMERS = ("ui", "audit", "ops")
@@ -86,6 +91,17 @@ class StreamMachine(RuleBasedStateMachine):
         unread = [self.sizes[sequence] for sequence in range(self.floor + 1, self.head + 1)]
         return Usage(len(unread), sum(unread), len(self.sizes),
                      sum(self.sizes.values()) + sum(self.reserved.values()))
+
+    def offset(self, sequence: int) -> int:
+        """What record `sequence` stores: the sizes of every record through it."""
+        return sum(self.sizes[n] for n in range(1, sequence + 1))
+
+    def handed_offset(self, sequence: int, data: st.DataObject) -> int | None:
+        """The offset a use case passes: the record's own when the stream needs one.
+        Sometimes none or a wrong one instead, which must be refused when needed."""
+        if not 0 <= sequence <= self.head:
+            return None
+        return data.draw(st.sampled_from([self.offset(sequence)] * 4 + [None, -1]))
 
     def raise_floor(self, candidate: int) -> None:
         self.floor = min(max(self.floor, candidate, self.earliest - 1), self.head)
@@ -162,12 +178,19 @@ class StreamMachine(RuleBasedStateMachine):
             error = AckRegression
         elif sequence > self.head:
             error = AckBeyondHead
+        offset = self.handed_offset(sequence, data)
+        if error is None and self.floor < sequence < self.head and offset != self.offset(
+                sequence):
+            error = OffsetNeeded  # needed, and missing or outside the unread window
+            if offset is not None and self.offset(self.floor) <= offset <= self.offset(
+                    self.head):
+                return  # a wrong offset inside the window cannot be told from the store's
         event(f"ack: {error.__name__ if error else 'accepted'}")
         if error is not None:
             with refused_unchanged(self.stream, error):
-                self.stream.ack(consumer, sequence, principal)
+                self.stream.ack(consumer, sequence, principal, offset)
             return
-        changed = self.stream.ack(consumer, sequence, principal)
+        changed = self.stream.ack(consumer, sequence, principal, offset)
         assert changed == (current != sequence)
         self.acks[consumer] = sequence
         self.raise_floor_to_the_slowest()
@@ -215,15 +238,23 @@ class StreamMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def prune(self, data: st.DataObject) -> None:
         through = data.draw(st.integers(-1, self.head + 2))
+        clamped = min(through, self.head)
+        offset = self.handed_offset(clamped, data)
         if self.held:
             with refused_unchanged(self.stream, StreamHeld):
-                self.stream.prune(through)
+                self.stream.prune(through, offset)
             return
-        clamped = min(through, self.head)
+        if (clamped >= self.earliest and self.floor < clamped < self.head
+                and offset != self.offset(clamped)):
+            if offset is None or offset == -1:
+                event("prune: OffsetNeeded")
+                with refused_unchanged(self.stream, OffsetNeeded):
+                    self.stream.prune(through, offset)
+            return
         if clamped >= self.earliest:
             self.earliest = clamped + 1
             self.raise_floor(clamped)
-        assert self.stream.prune(through) == self.earliest
+        assert self.stream.prune(through, offset) == self.earliest
 
     @precondition(lambda self: self.head > 2)
     @rule()
@@ -255,6 +286,17 @@ class StreamMachine(RuleBasedStateMachine):
         assert stream.reservations == self.reserved
         assert (stream.closed, stream.legal_hold, stream.hold_reason, stream.erased) == (
             self.closed, self.held, self.reason, self.erased)
+
+    @invariant()
+    def offsets_are_the_running_totals(self) -> None:
+        stream = self.stream
+        assert stream.head_offset == self.offset(self.head)
+        assert stream.floor_offset == self.offset(self.floor)
+        assert stream.unread_floor == self.floor
+        assert stream.unread_bytes == stream.head_offset - stream.floor_offset
+        for consumer, acked in stream.acks.items():
+            if acked > self.floor:  # below it, never needed again
+                assert stream.ack_offsets[consumer] == self.offset(acked)
 
     @invariant()
     def sequences_are_dense(self) -> None:
