@@ -1,0 +1,116 @@
+"""The sync driver: performs a plan's effects (`runnel_client.effects`) with blocking
+I/O. It holds no rule of its own; `runnel_client.drive_async` is its async twin."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from typing import Any, TypeVar
+
+import httpx
+from httpx_sse import connect_sse
+
+from runnel_client.effects import (
+    Effect,
+    FreshToken,
+    Hangup,
+    Measure,
+    Next,
+    Open,
+    Plan,
+    Send,
+    Sleep,
+    Stepper,
+)
+from runnel_client.objects import measure
+
+T = TypeVar("T")
+
+
+class _Driver:
+    def __init__(self, http: httpx.Client) -> None:
+        self._http = http
+        self._open = contextlib.ExitStack()
+        self._items: Iterator[Any] | None = None
+
+    def perform(self, effect: Effect) -> Any:
+        """What the effect gave, or the transport error it raised."""
+        try:
+            return self._perform(effect)
+        except httpx.TransportError as error:
+            return error
+
+    def _perform(self, effect: Effect) -> Any:
+        if isinstance(effect, Send):
+            content = effect.upload.chunks() if effect.upload is not None else None
+            return self._http.request(effect.method, effect.path, params=effect.params,
+                                      json=effect.json, content=content, headers=effect.headers)
+        if isinstance(effect, Sleep):
+            time.sleep(effect.seconds)
+        elif isinstance(effect, FreshToken):
+            return effect.source.sync_token()
+        elif isinstance(effect, Measure):
+            return measure(effect.body)
+        elif isinstance(effect, Open):
+            return self._start(effect)
+        elif isinstance(effect, Next):
+            return None if self._items is None else next(self._items, None)
+        elif isinstance(effect, Hangup):
+            self.hangup()
+        return None
+
+    def _start(self, effect: Open) -> httpx.Response:
+        self.hangup()
+        auth = effect.auth or httpx.USE_CLIENT_DEFAULT
+        timeout = httpx.USE_CLIENT_DEFAULT if effect.timeout == "client" else None
+        if effect.sse:
+            source = self._open.enter_context(connect_sse(
+                self._http, "GET", effect.path, params=effect.params, headers=effect.headers,
+                auth=auth, timeout=timeout))
+            response = source.response
+            self._items = ((event.event, event.data) for event in source.iter_sse())
+        else:
+            response = self._open.enter_context(self._http.stream(
+                "GET", effect.path, params=effect.params, headers=effect.headers, auth=auth,
+                timeout=timeout))
+            self._items = response.iter_bytes()
+        if response.status_code != 200:
+            response.read()
+        return response
+
+    def hangup(self) -> None:
+        self._items = None
+        self._open.close()
+
+
+def run(http: httpx.Client, plan: Plan[T]) -> T:
+    """Perform `plan` to its end; its return value."""
+    driver, stepper = _Driver(http), Stepper(plan)
+    try:
+        _settle(driver, stepper)
+        return stepper.outcome()
+    finally:
+        driver.hangup()
+        stepper.close()
+
+
+def iterate(http: httpx.Client, plan: Plan[None]) -> Iterator[Any]:
+    """Perform `plan`, yielding what it emits. Closing the iterator early closes the
+    plan and any response it had open."""
+    driver, stepper = _Driver(http), Stepper(plan)
+    try:
+        _settle(driver, stepper)
+        while not stepper.done:
+            yield stepper.emitted()
+            stepper.resume(None)
+            _settle(driver, stepper)
+    finally:
+        driver.hangup()
+        stepper.close()
+
+
+def _settle(driver: _Driver, stepper: Stepper[Any]) -> None:
+    """Perform effects until the plan emits an item or ends."""
+    while stepper.waiting:
+        stepper.resume(driver.perform(stepper.effect))
