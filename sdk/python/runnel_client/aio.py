@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from runnel_client import calls
-from runnel_client.auth import BearerToken, TokenSource
+from runnel_client.auth import TokenSource
 from runnel_client.batching import DEFAULT_BATCH_BYTES
 from runnel_client.drive_async import iterate, run
 from runnel_client.effects import Plan
 from runnel_client.handles import AsyncStream
 from runnel_client.objects import ObjectBody
 from runnel_client.producer import Producer
-from runnel_client.surface import Follows
+from runnel_client.surface import Client
 from runnel_client.wire import BrowserToken, LiveEvent, ReadPage, Record
 
 if TYPE_CHECKING:
@@ -34,16 +34,15 @@ TokenProvider = TokenSource
 """Returns a fresh token (an API token, or a subscribe token of the stream followed)."""
 
 
-class AsyncRunnelClient(Follows[AsyncIterator[Record], AsyncIterator[Record | LiveEvent]]):
+class AsyncRunnelClient(Client[httpx.AsyncClient, AsyncIterator[Record],
+                               AsyncIterator[Record | LiveEvent]]):
     """Producer and reader API over HTTP. `token` is a string or a callable (sync or
     async) asked for every request and every reconnect (`runnel_client.auth`)."""
 
     def __init__(self, base_url: str, token: TokenSource, *, max_backpressure_retries: int = 5,
                  timeout: float = 30.0, http: httpx.AsyncClient | None = None) -> None:
-        self._http = http or httpx.AsyncClient(base_url=base_url, timeout=timeout)
-        self._auth = BearerToken(token)
-        self._http.auth = self._auth
-        self._retries = max_backpressure_retries
+        super().__init__(http or httpx.AsyncClient(base_url=base_url, timeout=timeout), token,
+                         max_backpressure_retries)
 
     async def __aenter__(self) -> AsyncRunnelClient:
         return self

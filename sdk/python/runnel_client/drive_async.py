@@ -6,26 +6,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterator
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 from httpx_sse import aconnect_sse
 
-from runnel_client.effects import (
-    Effect,
-    FreshToken,
-    Hangup,
-    Measure,
-    Next,
-    Open,
-    Plan,
-    Send,
-    Sleep,
-    Stepper,
-)
+from runnel_client import effects
+from runnel_client.effects import Plan, Stepper, T
 from runnel_client.objects import measure
-
-T = TypeVar("T")
 
 
 class _Driver:
@@ -34,34 +22,34 @@ class _Driver:
         self._open = contextlib.AsyncExitStack()
         self._items: AsyncIterator[Any] | None = None
 
-    async def perform(self, effect: Effect) -> Any:
+    async def perform(self, effect: effects.Effect) -> Any:
         """What the effect gave, or the transport error it raised."""
         try:
             return await self._perform(effect)
         except httpx.TransportError as error:
             return error
 
-    async def _perform(self, effect: Effect) -> Any:
-        if isinstance(effect, Send):
+    async def _perform(self, effect: effects.Effect) -> Any:
+        if isinstance(effect, effects.Send):
             content = _chunks(effect.upload.chunks()) if effect.upload is not None else None
             return await self._http.request(effect.method, effect.path, params=effect.params,
                                             json=effect.json, content=content,
                                             headers=effect.headers)
-        if isinstance(effect, Sleep):
+        if isinstance(effect, effects.Sleep):
             await asyncio.sleep(effect.seconds)
-        elif isinstance(effect, FreshToken):
+        elif isinstance(effect, effects.FreshToken):
             return await effect.source.async_token()
-        elif isinstance(effect, Measure):
+        elif isinstance(effect, effects.Measure):
             return await asyncio.to_thread(measure, effect.body)
-        elif isinstance(effect, Open):
+        elif isinstance(effect, effects.Open):
             return await self._start(effect)
-        elif isinstance(effect, Next):
+        elif isinstance(effect, effects.Next):
             return None if self._items is None else await anext(self._items, None)
-        elif isinstance(effect, Hangup):
+        elif isinstance(effect, effects.Hangup):
             await self.hangup()
         return None
 
-    async def _start(self, effect: Open) -> httpx.Response:
+    async def _start(self, effect: effects.Open) -> httpx.Response:
         await self.hangup()
         auth = effect.auth or httpx.USE_CLIENT_DEFAULT
         timeout = httpx.USE_CLIENT_DEFAULT if effect.timeout == "client" else None

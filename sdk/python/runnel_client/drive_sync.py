@@ -6,26 +6,14 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 from httpx_sse import connect_sse
 
-from runnel_client.effects import (
-    Effect,
-    FreshToken,
-    Hangup,
-    Measure,
-    Next,
-    Open,
-    Plan,
-    Send,
-    Sleep,
-    Stepper,
-)
+from runnel_client import effects
+from runnel_client.effects import Plan, Stepper, T
 from runnel_client.objects import measure
-
-T = TypeVar("T")
 
 
 class _Driver:
@@ -34,33 +22,33 @@ class _Driver:
         self._open = contextlib.ExitStack()
         self._items: Iterator[Any] | None = None
 
-    def perform(self, effect: Effect) -> Any:
+    def perform(self, effect: effects.Effect) -> Any:
         """What the effect gave, or the transport error it raised."""
         try:
             return self._perform(effect)
         except httpx.TransportError as error:
             return error
 
-    def _perform(self, effect: Effect) -> Any:
-        if isinstance(effect, Send):
+    def _perform(self, effect: effects.Effect) -> Any:
+        if isinstance(effect, effects.Send):
             content = effect.upload.chunks() if effect.upload is not None else None
             return self._http.request(effect.method, effect.path, params=effect.params,
                                       json=effect.json, content=content, headers=effect.headers)
-        if isinstance(effect, Sleep):
+        if isinstance(effect, effects.Sleep):
             time.sleep(effect.seconds)
-        elif isinstance(effect, FreshToken):
+        elif isinstance(effect, effects.FreshToken):
             return effect.source.sync_token()
-        elif isinstance(effect, Measure):
+        elif isinstance(effect, effects.Measure):
             return measure(effect.body)
-        elif isinstance(effect, Open):
+        elif isinstance(effect, effects.Open):
             return self._start(effect)
-        elif isinstance(effect, Next):
+        elif isinstance(effect, effects.Next):
             return None if self._items is None else next(self._items, None)
-        elif isinstance(effect, Hangup):
+        elif isinstance(effect, effects.Hangup):
             self.hangup()
         return None
 
-    def _start(self, effect: Open) -> httpx.Response:
+    def _start(self, effect: effects.Open) -> httpx.Response:
         self.hangup()
         auth = effect.auth or httpx.USE_CLIENT_DEFAULT
         timeout = httpx.USE_CLIENT_DEFAULT if effect.timeout == "client" else None

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from runnel_client.objects import MeasuredBody, ObjectBody
 
 T = TypeVar("T")
+"""What a plan returns."""
 
 
 @dataclass(frozen=True)

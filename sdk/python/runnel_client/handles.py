@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from runnel_client.batching import DEFAULT_BATCH_BYTES
-from runnel_client.surface import FollowsStream
+from runnel_client.surface import Handle
 from runnel_client.wire import BrowserToken, LiveEvent, ReadPage, Record
 
 if TYPE_CHECKING:
@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from runnel_client.sync import RunnelClient  # noqa: F401 (named in a base class)
 
 
-class AsyncStream(FollowsStream["AsyncRunnelClient", AsyncIterator[Record],
-                                AsyncIterator[Record | LiveEvent]]):
+class AsyncStream(Handle["AsyncRunnelClient", AsyncIterator[Record],
+                         AsyncIterator[Record | LiveEvent]]):
     """The async client's handle (`AsyncRunnelClient.stream`)."""
 
     async def create(self, definition: dict[str, Any]) -> dict[str, Any]:
@@ -74,7 +74,7 @@ class AsyncStream(FollowsStream["AsyncRunnelClient", AsyncIterator[Record],
         return self.client.download_object(self.run_id, self.stream_id, target)
 
 
-class Stream(FollowsStream["RunnelClient", Iterator[Record], Iterator[Record | LiveEvent]]):
+class Stream(Handle["RunnelClient", Iterator[Record], Iterator[Record | LiveEvent]]):
     """The sync client's handle (`RunnelClient.stream`)."""
 
     def create(self, definition: dict[str, Any]) -> dict[str, Any]:

@@ -1,15 +1,18 @@
-"""What the sync and async clients and handles share besides their I/O: `follow()`,
-typed once for both (`Follows`, `FollowsStream`), its plan performed by each one's
-driver (`_iterate`)."""
+"""What the sync and async clients and handles share besides their I/O: their
+settings and `follow()`, typed once for both (`Client`, `Handle`); the plan of a
+follow is performed by each client's driver (`_iterate`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
+import httpx
+
+from runnel_client.auth import BearerToken
 from runnel_client.follow_plan import FollowOptions, follow
 
 if TYPE_CHECKING:
-    from runnel_client.auth import BearerToken, TokenSource
+    from runnel_client.auth import TokenSource
     from runnel_client.effects import Plan
     from runnel_client.following import FollowState, ResyncHandler
 
@@ -17,11 +20,16 @@ RecordsT = TypeVar("RecordsT")
 """What `follow(live=False)` returns: an (async) iterator of `Record`s."""
 ItemsT = TypeVar("ItemsT")
 """What `follow(live=True)` returns: an (async) iterator of `Record`s and `LiveEvent`s."""
-ClientT = TypeVar("ClientT", bound="Follows[Any, Any]")
+HttpT = TypeVar("HttpT", httpx.Client, httpx.AsyncClient)
+ClientT = TypeVar("ClientT", bound="Client[Any, Any, Any]")
 
 
-class Follows(Generic[RecordsT, ItemsT]):
-    _auth: BearerToken
+class Client(Generic[HttpT, RecordsT, ItemsT]):
+    def __init__(self, http: HttpT, token: TokenSource, max_backpressure_retries: int) -> None:
+        self._http: HttpT = http
+        self._auth = BearerToken(token)
+        self._http.auth = self._auth
+        self._retries = max_backpressure_retries
 
     def _iterate(self, plan: Plan[None]) -> Any:
         """The driver's iterator over what `plan` emits."""
@@ -73,7 +81,7 @@ class Follows(Generic[RecordsT, ItemsT]):
             ack_every, wait_for_stream, start), self._auth))
 
 
-class FollowsStream(Generic[ClientT, RecordsT, ItemsT]):
+class Handle(Generic[ClientT, RecordsT, ItemsT]):
     """A stream handle's ids, and its `follow()`."""
 
     def __init__(self, client: ClientT, run_id: str, stream_id: str) -> None:

@@ -13,24 +13,22 @@ from typing import Any
 import httpx
 
 from runnel_client import calls
-from runnel_client.auth import BearerToken, TokenSource
+from runnel_client.auth import TokenSource
 from runnel_client.drive_sync import iterate, run
 from runnel_client.effects import Plan
 from runnel_client.handles import Stream
 from runnel_client.objects import ObjectBody
-from runnel_client.surface import Follows
+from runnel_client.surface import Client
 from runnel_client.wire import BrowserToken, LiveEvent, ReadPage, Record
 
 
-class RunnelClient(Follows[Iterator[Record], Iterator[Record | LiveEvent]]):
+class RunnelClient(Client[httpx.Client, Iterator[Record], Iterator[Record | LiveEvent]]):
     """`token` is a string or a sync callable asked for every request and reconnect."""
 
     def __init__(self, base_url: str, token: TokenSource, *, max_backpressure_retries: int = 5,
                  timeout: float = 30.0, http: httpx.Client | None = None) -> None:
-        self._http = http or httpx.Client(base_url=base_url, timeout=timeout)
-        self._auth = BearerToken(token)
-        self._http.auth = self._auth
-        self._retries = max_backpressure_retries
+        super().__init__(http or httpx.Client(base_url=base_url, timeout=timeout), token,
+                         max_backpressure_retries)
 
     def __enter__(self) -> RunnelClient:
         return self
