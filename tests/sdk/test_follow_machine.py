@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+from httpx_sse import ServerSentEvent
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
@@ -26,14 +27,19 @@ from runnel_client.effects import Emit, FreshToken, Hangup, Next, Open, Send, Sl
 from runnel_client.follow_plan import FollowOptions, follow
 
 EXPIRED = {"code": "unauthenticated", "detail": "token expired"}
-FRAMES = [("live", '{"seq": 1, "data": "x"}'), ("ping", ""),
-          ("live", '{"seq": 2, "data": "y", "source": "other"}')]
 
 
-def record(sequence: int) -> tuple[str, str]:
-    return "record", (f'{{"sequence": {sequence}, "content_type": "application/json", '
-                      f'"appended_at": "t", "payload": {sequence}}}')
+def frame(event: str, data: str) -> ServerSentEvent:
+    return ServerSentEvent(event=event, data=data)
 
+
+def record(sequence: int) -> ServerSentEvent:
+    return frame("record", f'{{"sequence": {sequence}, "content_type": "application/json", '
+                           f'"appended_at": "t", "payload": {sequence}}}')
+
+
+FRAMES = [frame("live", '{"seq": 1, "data": "x"}'), frame("ping", ""),
+          frame("live", '{"seq": 2, "data": "y", "source": "other"}')]
 
 class FollowMachine(RuleBasedStateMachine):
     @initialize(after=st.integers(0, 3), acked=st.none() | st.integers(0, 4),
@@ -173,17 +179,17 @@ class FollowMachine(RuleBasedStateMachine):
         self.position += 1
         self._settle()
 
-    def sends_another_frame(self, frame: tuple[str, str]) -> None:
-        self._answer(frame)
+    def sends_another_frame(self, other: ServerSentEvent) -> None:
+        self._answer(other)
         self._settle()
 
     def connection_ends(self, how: str) -> None:
         self._answer(None if how == "dropped" else httpx.ReadError("cut") if how == "read_error"
-                     else ("end", '{"reason": "shutdown"}'))
+                     else frame("end", '{"reason": "shutdown"}'))
         self._expect_backoff()
 
     def token_expires(self) -> None:
-        self._answer(("end", '{"reason": "token_expired"}'))
+        self._answer(frame("end", '{"reason": "token_expired"}'))
         if self.renewable:
             self._expect_refresh()
         else:
@@ -191,7 +197,7 @@ class FollowMachine(RuleBasedStateMachine):
             assert self.raised.last_sequence == self.cursor
 
     def stream_closes(self) -> None:
-        self._answer(("end", '{"reason": "closed"}'))
+        self._answer(frame("end", '{"reason": "closed"}'))
         self._settle()
         while self._ack:  # the last ack, at the end
             self.ack_answered("ok")

@@ -30,6 +30,8 @@ class _Driver:
             return error
 
     async def _perform(self, effect: effects.Effect) -> Any:
+        if isinstance(effect, effects.Next):  # first: once a frame
+            return None if self._items is None else await anext(self._items, None)
         if isinstance(effect, effects.Send):
             content = _chunks(effect.upload.chunks()) if effect.upload is not None else None
             return await self._http.request(effect.method, effect.path, params=effect.params,
@@ -43,8 +45,6 @@ class _Driver:
             return await asyncio.to_thread(measure, effect.body)
         elif isinstance(effect, effects.Open):
             return await self._start(effect)
-        elif isinstance(effect, effects.Next):
-            return None if self._items is None else await anext(self._items, None)
         elif isinstance(effect, effects.Hangup):
             await self.hangup()
         return None
@@ -58,7 +58,7 @@ class _Driver:
                 self._http, "GET", effect.path, params=effect.params, headers=effect.headers,
                 auth=auth, timeout=timeout))
             response = source.response
-            self._items = ((event.event, event.data) async for event in source.aiter_sse())
+            self._items = source.aiter_sse()
         else:
             response = await self._open.enter_async_context(self._http.stream(
                 "GET", effect.path, params=effect.params, headers=effect.headers, auth=auth,

@@ -30,6 +30,8 @@ class _Driver:
             return error
 
     def _perform(self, effect: effects.Effect) -> Any:
+        if isinstance(effect, effects.Next):  # first: once a frame
+            return None if self._items is None else next(self._items, None)
         if isinstance(effect, effects.Send):
             content = effect.upload.chunks() if effect.upload is not None else None
             return self._http.request(effect.method, effect.path, params=effect.params,
@@ -42,8 +44,6 @@ class _Driver:
             return measure(effect.body)
         elif isinstance(effect, effects.Open):
             return self._start(effect)
-        elif isinstance(effect, effects.Next):
-            return None if self._items is None else next(self._items, None)
         elif isinstance(effect, effects.Hangup):
             self.hangup()
         return None
@@ -57,7 +57,7 @@ class _Driver:
                 self._http, "GET", effect.path, params=effect.params, headers=effect.headers,
                 auth=auth, timeout=timeout))
             response = source.response
-            self._items = ((event.event, event.data) for event in source.iter_sse())
+            self._items = source.iter_sse()
         else:
             response = self._open.enter_context(self._http.stream(
                 "GET", effect.path, params=effect.params, headers=effect.headers, auth=auth,

@@ -76,8 +76,8 @@ class Open:
 
 @dataclass(frozen=True)
 class Next:
-    """The open response's next item: an SSE frame `(event, data)` or a chunk of bytes;
-    None when the response ended."""
+    """The open response's next item: an SSE frame (`httpx_sse.ServerSentEvent`: its
+    `event` and `data`) or a chunk of bytes; None when the response ended."""
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,7 @@ def follow(options: FollowOptions, client_auth: BearerToken) -> Plan[None]:
             refusal(response, state.cursor, expired=renewable and not fresh)
             attempt, fresh = 0, False
             while (frame := (yield NEXT)) is not None:
-                item = state.accept(*frame)
+                item = state.accept(frame.event, frame.data)
                 if item is None:
                     continue
                 yield Emit(item)  # the caller is done with it when the plan goes on
