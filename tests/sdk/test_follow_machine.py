@@ -5,11 +5,12 @@ The plan is what both `follow()`s run, so this is the follow rule for the sync a
 the async client at once. The server is hostile within what the wire allows: it
 replays records the follower has seen, mixes in live and unknown frames, drops the
 connection, fails to connect, answers 503 or 401, ends a subscription at its token's
-expiry or its shutdown, and loses, refuses or overtakes acks. The model is the rule
-written the simplest way: the caller sees records start+1, start+2, … each once, in
-order; every subscription resumes at the last one it saw; a token expiry resumes at
-once with a fresh token, anything else after a bounded backoff; acks never run ahead
-of what the caller finished, and the stream's end acks the last one.
+expiry or its shutdown, prunes past the cursor (`resync`), and loses, refuses or
+overtakes acks. The model is the rule written the simplest way: the caller sees each
+record once, in order, with no gap but the one `on_resync` chose; every subscription
+resumes at the last one it saw; a token expiry resumes at once with a fresh token,
+anything else after a bounded backoff; acks go out every `ack_every` records the
+caller finished, never ahead of it, and the stream's end acks the last one.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from httpx_sse import ServerSentEvent
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
-from runnel_client import FollowState, LiveEvent, Record, TokenExpired
+from runnel_client import FollowState, LiveEvent, Record, ResyncRequired, TokenExpired
 from runnel_client.auth import BearerToken
 from runnel_client.effects import Emit, FreshToken, Hangup, Next, Open, Send, Sleep
 from runnel_client.follow_plan import FollowOptions, follow
@@ -43,21 +44,25 @@ FRAMES = [frame("live", '{"seq": 1, "data": "x"}'), frame("ping", ""),
 
 class FollowMachine(RuleBasedStateMachine):
     @initialize(after=st.integers(0, 3), acked=st.none() | st.integers(0, 4),
-                renewable=st.booleans(), every=st.integers(1, 3), records=st.integers(0, 12))
+                renewable=st.booleans(), every=st.integers(1, 3), records=st.integers(0, 8),
+                resyncs=st.booleans())
     def start(self, after: int, acked: int | None, renewable: bool, every: int,
-              records: int) -> None:
+              records: int, resyncs: bool) -> None:
         self.records = max(records, after, acked or 0)
         self.renewable, self.every = renewable, every
         self.consumer = "ui" if acked is not None else None
         self.state = FollowState(after)
         self.plan = follow(FollowOptions(
             "run", "s", after, live=True, state=self.state, consumer=self.consumer,
-            ack_every=every, token_provider=(lambda: "asked by the driver") if renewable else None),
+            ack_every=every, token_provider=(lambda: "asked by the driver") if renewable else None,
+            on_resync=(lambda error: error.earliest - 1) if resyncs else None),
             BearerToken("static"))
         # The model.
         self.cursor = max(after, acked or 0)
         self.start_at = self.cursor
         self.seen: list[int] = []
+        self.expected: list[int] = []  # what the caller must have seen, in order
+        self.resyncs = resyncs
         self.live_seen = 0
         self.acked = self.cursor
         self.done = self.cursor  # the last record the caller finished with
@@ -85,7 +90,7 @@ class FollowMachine(RuleBasedStateMachine):
                 self.pending = self.plan.send(value)
         except StopIteration:
             self.finished, self.pending = True, None
-        except TokenExpired as error:
+        except (TokenExpired, ResyncRequired) as error:
             self.raised, self.pending = error, None
 
     def _settle(self) -> None:
@@ -123,6 +128,7 @@ class FollowMachine(RuleBasedStateMachine):
         assert item.sequence == self.cursor + 1, (item.sequence, self.cursor)
         self.cursor = item.sequence
         self.seen.append(item.sequence)
+        self.expected.append(item.sequence)
         # The caller is done with it when the plan goes on (the machine resumes at once).
         self.done = item.sequence
 
@@ -148,7 +154,7 @@ class FollowMachine(RuleBasedStateMachine):
         effect: Open = self.pending
         assert effect.headers is not None
         assert effect.headers["Last-Event-ID"] == str(self.cursor)
-        assert effect.timeout is None and effect.params == {"live": "true"}
+        assert effect.untimed and effect.params == {"live": "true"}
         assert isinstance(effect.auth, BearerToken)
         assert effect.auth.sync_token() == (
             f"fresh-{self.refreshes}" if self.renewable else "static")
@@ -196,15 +202,27 @@ class FollowMachine(RuleBasedStateMachine):
             assert isinstance(self.raised, TokenExpired)
             assert self.raised.last_sequence == self.cursor
 
+    def retention_prunes(self, pruned: int) -> None:
+        """Retention removed records past the cursor (`event: resync`): with `on_resync`
+        the follower goes on from the earliest kept, after a backoff, else it raises."""
+        earliest = min(self.cursor + pruned, self.records + 1)
+        self._answer(frame("resync", f'{{"code": "cursor_pruned", "earliest": {earliest}}}'))
+        if self.resyncs:
+            self.cursor = earliest - 1
+            self._expect_backoff()
+        else:
+            assert isinstance(self.raised, ResyncRequired)
+            assert self.raised.earliest == earliest
+
     def stream_closes(self) -> None:
         self._answer(frame("end", '{"reason": "closed"}'))
         self._settle()
         while self._ack:  # the last ack, at the end
             self.ack_answered("ok")
         assert self.finished
-        assert self.seen == list(range(self.start_at + 1, self.records + 1))
+        assert self.cursor == self.records
         if self.consumer is not None:
-            assert self.acked == self.records, "the end did not ack the last record"
+            assert self.acked == self.done, "the end did not ack the last record seen"
 
     def ack_answered(self, how: str) -> None:
         effect: Send = self.pending
@@ -242,8 +260,8 @@ class FollowMachine(RuleBasedStateMachine):
                 self.subscription_fails(how)
         elif self._reading:
             assert self.position is not None
-            ways = ["frame", "dropped", "read_error", "shutdown", "token_expired"]
-            ways += ["record"] * 6 if self.position <= self.records else ["closed"] * 3
+            ways = ["frame", "dropped", "read_error", "shutdown", "token_expired", "pruned"]
+            ways += ["record"] * 12 if self.position <= self.records else ["closed"] * 6
             how = data.draw(st.sampled_from(ways))
             if how == "record":
                 self.sends_a_record()
@@ -251,6 +269,8 @@ class FollowMachine(RuleBasedStateMachine):
                 self.stream_closes()
             elif how == "token_expired":
                 self.token_expires()
+            elif how == "pruned":
+                self.retention_prunes(data.draw(st.integers(2, 4), label="pruned"))
             elif how == "frame":
                 self.sends_another_frame(data.draw(st.sampled_from(FRAMES)))
             else:
@@ -279,11 +299,13 @@ class FollowMachine(RuleBasedStateMachine):
     @invariant()
     def the_cursor_is_the_last_record_seen(self) -> None:
         assert self.state.cursor == self.cursor
-        assert self.seen == list(range(self.start_at + 1, self.cursor + 1))
+        assert self.seen == self.expected
+        assert self.seen == sorted(set(self.seen))
 
     @invariant()
     def the_counters_agree(self) -> None:
         assert self.state.duplicates == self.duplicates
+        assert self.state.gaps == 0  # the server is dense, and on_resync moved the cursor
         assert self.state.reconnects == self.sleeps
         assert self.state.token_refreshes == self.refreshes
         assert self.state.acks == self.acks_stored

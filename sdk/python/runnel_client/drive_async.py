@@ -52,7 +52,7 @@ class _Driver:
     async def _start(self, effect: effects.Open) -> httpx.Response:
         await self.hangup()
         auth = effect.auth or httpx.USE_CLIENT_DEFAULT
-        timeout = httpx.USE_CLIENT_DEFAULT if effect.timeout == "client" else None
+        timeout = None if effect.untimed else httpx.USE_CLIENT_DEFAULT
         if effect.sse:
             source = await self._open.enter_async_context(aconnect_sse(
                 self._http, "GET", effect.path, params=effect.params, headers=effect.headers,

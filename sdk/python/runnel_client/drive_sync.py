@@ -51,7 +51,7 @@ class _Driver:
     def _start(self, effect: effects.Open) -> httpx.Response:
         self.hangup()
         auth = effect.auth or httpx.USE_CLIENT_DEFAULT
-        timeout = httpx.USE_CLIENT_DEFAULT if effect.timeout == "client" else None
+        timeout = None if effect.untimed else httpx.USE_CLIENT_DEFAULT
         if effect.sse:
             source = self._open.enter_context(connect_sse(
                 self._http, "GET", effect.path, params=effect.params, headers=effect.headers,

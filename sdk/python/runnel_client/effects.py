@@ -63,15 +63,15 @@ class Measure:
 class Open:
     """Open a streamed GET (closing any the plan had open); the answer is the
     `httpx.Response`, its body already read when its status is not 200. `sse`: read it
-    as server-sent events. `auth` None is the client's own; `timeout` None waits
-    forever, `"client"` is the client's own."""
+    as server-sent events. `auth` None is the client's own; `untimed`: no read timeout
+    (a subscription waits for records as long as it takes), else the client's."""
 
     path: str
     sse: bool
     params: dict[str, Any] | None = None
     headers: dict[str, str] | None = None
     auth: httpx.Auth | None = None
-    timeout: str | None = "client"
+    untimed: bool = False
 
 
 @dataclass(frozen=True)

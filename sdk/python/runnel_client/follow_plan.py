@@ -57,7 +57,7 @@ def follow(options: FollowOptions, client_auth: BearerToken) -> Plan[None]:
     state.cursor = max(state.cursor, after)
     acker = Acker(options.ack_every, state.cursor) if options.consumer is not None else None
     subscribe = Open(stream_path(options.run_id, options.stream_id, "subscribe"), sse=True,
-                     params={"live": "true"} if options.live else {}, timeout=None)
+                     params={"live": "true"} if options.live else {}, untimed=True)
     provider = (BearerToken(options.token_provider)
                 if options.token_provider is not None else None)
     renewable = provider is not None or client_auth.renewable
