@@ -25,6 +25,9 @@ ClientT = TypeVar("ClientT", bound="Client[Any, Any, Any]")
 
 
 class Client(Generic[HttpT, RecordsT, ItemsT]):
+    """The base of `RunnelClient` and `AsyncRunnelClient`: the HTTP client the driver
+    uses, the token on it, the backpressure retries, and `follow()`."""
+
     def __init__(self, http: HttpT, token: TokenSource, max_backpressure_retries: int) -> None:
         self._http: HttpT = http
         self._auth = BearerToken(token)
