@@ -105,6 +105,8 @@ class Stepper(Generic[T]):
     def __init__(self, plan: Plan[T]) -> None:
         self._plan = plan
         self.done = False
+        self.waiting = False
+        """Whether the plan waits on an effect the driver performs (not done, not an `Emit`)."""
         self.result: T | None = None
         self.effect: Effect = HANGUP
         self._advance(plan.send, None)
@@ -114,11 +116,6 @@ class Stepper(Generic[T]):
             self._advance(self._plan.throw, answer)
         else:
             self._advance(self._plan.send, answer)
-
-    @property
-    def waiting(self) -> bool:
-        """Whether the plan waits on an effect the driver performs (not done, not an `Emit`)."""
-        return not self.done and not isinstance(self.effect, Emit)
 
     def emitted(self) -> Any:
         """The item the plan emits (it goes on when resumed, the caller done with it)."""
@@ -138,4 +135,6 @@ class Stepper(Generic[T]):
         try:
             self.effect = step(value)
         except StopIteration as stop:
-            self.done, self.result = True, stop.value
+            self.done, self.waiting, self.result = True, False, stop.value
+        else:
+            self.waiting = not isinstance(self.effect, Emit)
