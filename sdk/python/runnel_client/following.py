@@ -26,7 +26,7 @@ import httpx
 
 from runnel_client.errors import ResyncRequired, RunnelError, TokenExpired
 from runnel_client.layers import Steps
-from runnel_client.wire import LiveEvent, Record
+from runnel_client.wire import LiveEvent, Record, problem_of
 
 
 class StreamEnded(Exception):
@@ -105,6 +105,22 @@ class FollowState:
             problem = json.loads(data)
             raise ResyncRequired(410, str(problem.get("code", "cursor_pruned")), problem)
         return None
+
+
+def refusal(response: httpx.Response, cursor: int, *, expired: bool) -> None:
+    """Raise what a subscription's answer other than 200 means: `Unavailable` for a 5xx
+    (reconnect), `ResyncRequired` (410), `TokenExpired` for a 401 when `expired` (a
+    renewable token that was not fresh: renew it), else `Refused` (raise it to the caller)."""
+    if response.status_code == 200:
+        return
+    if response.status_code >= 500:
+        raise Unavailable
+    error = problem_of(response)
+    if error.status == 401 and expired:
+        raise TokenExpired(cursor) from error
+    if isinstance(error, ResyncRequired):
+        raise error
+    raise Refused(error, cursor)
 
 
 def start_cursor(status: dict[str, Any], after: int, consumer: str | None,

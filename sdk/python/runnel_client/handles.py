@@ -9,26 +9,23 @@ shapes it takes and returns, the cursor rule and what it raises) with `run_id` a
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any
 
 from runnel_client.batching import DEFAULT_BATCH_BYTES
+from runnel_client.surface import Handle
 from runnel_client.wire import BrowserToken, LiveEvent, ReadPage, Record
 
 if TYPE_CHECKING:
-    from runnel_client.aio import AsyncRunnelClient
-    from runnel_client.auth import TokenSource
-    from runnel_client.following import FollowState, ResyncHandler
+    from runnel_client.aio import AsyncRunnelClient  # noqa: F401 (named in a base class)
     from runnel_client.objects import ObjectBody
     from runnel_client.producer import Producer
     from runnel_client.retrying import RetryPolicy
-    from runnel_client.sync import RunnelClient
+    from runnel_client.sync import RunnelClient  # noqa: F401 (named in a base class)
 
 
-class AsyncStream:
-    def __init__(self, client: AsyncRunnelClient, run_id: str, stream_id: str) -> None:
-        self.client = client
-        self.run_id = run_id
-        self.stream_id = stream_id
+class AsyncStream(Handle["AsyncRunnelClient", AsyncIterator[Record],
+                         AsyncIterator[Record | LiveEvent]]):
+    """The async client's handle (`AsyncRunnelClient.stream`)."""
 
     async def create(self, definition: dict[str, Any]) -> dict[str, Any]:
         return await self.client.create_stream(
@@ -42,31 +39,6 @@ class AsyncStream:
 
     async def read(self, after: int = 0, limit: int = 100) -> ReadPage:
         return await self.client.read(self.run_id, self.stream_id, after, limit)
-
-    @overload
-    def follow(self, after: int = 0, *, live: Literal[False] = False,
-               on_resync: ResyncHandler | None = None, state: FollowState | None = None,
-               token_provider: TokenSource | None = None, consumer: str | None = None,
-               ack_every: int = 1, wait_for_stream: bool = False,
-               start: Literal["tail"] | None = None) -> AsyncIterator[Record]: ...
-
-    @overload
-    def follow(self, after: int = 0, *, live: bool, on_resync: ResyncHandler | None = None,
-               state: FollowState | None = None, token_provider: TokenSource | None = None,
-               consumer: str | None = None, ack_every: int = 1, wait_for_stream: bool = False,
-               start: Literal["tail"] | None = None) -> AsyncIterator[Record | LiveEvent]: ...
-
-    def follow(self, after: int = 0, *, live: bool = False,
-               on_resync: ResyncHandler | None = None, state: FollowState | None = None,
-               token_provider: TokenSource | None = None, consumer: str | None = None,
-               ack_every: int = 1, wait_for_stream: bool = False,
-               start: Literal["tail"] | None = None) -> AsyncIterator[Record | LiveEvent]:
-        """`AsyncRunnelClient.follow` on this stream."""
-        return self.client.follow(self.run_id, self.stream_id, after, live=live,
-                                  on_resync=on_resync, state=state,
-                                  token_provider=token_provider, consumer=consumer,
-                                  ack_every=ack_every, wait_for_stream=wait_for_stream,
-                                  start=start)
 
     async def ack(self, consumer_id: str, sequence: int) -> dict[str, Any]:
         return await self.client.ack(self.run_id, self.stream_id, consumer_id, sequence)
@@ -102,13 +74,8 @@ class AsyncStream:
         return self.client.download_object(self.run_id, self.stream_id, target)
 
 
-class Stream:
+class Stream(Handle["RunnelClient", Iterator[Record], Iterator[Record | LiveEvent]]):
     """The sync client's handle (`RunnelClient.stream`)."""
-
-    def __init__(self, client: RunnelClient, run_id: str, stream_id: str) -> None:
-        self.client = client
-        self.run_id = run_id
-        self.stream_id = stream_id
 
     def create(self, definition: dict[str, Any]) -> dict[str, Any]:
         return self.client.create_stream(self.run_id, {**definition, "stream_id": self.stream_id})
@@ -121,31 +88,6 @@ class Stream:
 
     def read(self, after: int = 0, limit: int = 100) -> ReadPage:
         return self.client.read(self.run_id, self.stream_id, after, limit)
-
-    @overload
-    def follow(self, after: int = 0, *, live: Literal[False] = False,
-               on_resync: ResyncHandler | None = None, state: FollowState | None = None,
-               token_provider: TokenSource | None = None, consumer: str | None = None,
-               ack_every: int = 1, wait_for_stream: bool = False,
-               start: Literal["tail"] | None = None) -> Iterator[Record]: ...
-
-    @overload
-    def follow(self, after: int = 0, *, live: bool, on_resync: ResyncHandler | None = None,
-               state: FollowState | None = None, token_provider: TokenSource | None = None,
-               consumer: str | None = None, ack_every: int = 1, wait_for_stream: bool = False,
-               start: Literal["tail"] | None = None) -> Iterator[Record | LiveEvent]: ...
-
-    def follow(self, after: int = 0, *, live: bool = False,
-               on_resync: ResyncHandler | None = None, state: FollowState | None = None,
-               token_provider: TokenSource | None = None, consumer: str | None = None,
-               ack_every: int = 1, wait_for_stream: bool = False,
-               start: Literal["tail"] | None = None) -> Iterator[Record | LiveEvent]:
-        """`RunnelClient.follow` on this stream."""
-        return self.client.follow(self.run_id, self.stream_id, after, live=live,
-                                  on_resync=on_resync, state=state,
-                                  token_provider=token_provider, consumer=consumer,
-                                  ack_every=ack_every, wait_for_stream=wait_for_stream,
-                                  start=start)
 
     def ack(self, consumer_id: str, sequence: int) -> dict[str, Any]:
         return self.client.ack(self.run_id, self.stream_id, consumer_id, sequence)

@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
+import httpx
+
 from runnel_client.errors import RunnelError
 from runnel_client.wire import Record
 
@@ -117,6 +119,13 @@ class DownloadCheck:
     def __init__(self, size: int | None, sha256: str | None) -> None:
         self._size, self._sha256 = size, sha256
         self._digest, self.received = hashlib.sha256(), 0
+
+    @classmethod
+    def of(cls, headers: httpx.Headers) -> DownloadCheck:
+        """The check an answer's `Content-Length` and `X-Content-SHA256` pin."""
+        length = headers.get("Content-Length")
+        return cls(int(length) if length is not None and length.isdigit() else None,
+                   headers.get("X-Content-SHA256"))
 
     def update(self, chunk: bytes) -> bytes:
         self._digest.update(chunk)

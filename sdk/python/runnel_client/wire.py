@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -12,6 +12,7 @@ import httpx
 from runnel_client.errors import RunnelError, error_from_response
 
 API_PREFIX = "/api/workflow-streams"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,10 @@ class LiveEvent:
     def _field(self, name: str) -> Any:
         return self.data.get(name) if isinstance(self.data, dict) else None
 
+    def _typed(self, name: str, kind: type[T]) -> T | None:
+        value = self._field(name)
+        return value if isinstance(value, kind) else None
+
     @property
     def chunk(self) -> Any:
         return self._field("data")
@@ -62,23 +67,19 @@ class LiveEvent:
     @property
     def source(self) -> str | None:
         """The step the chunk belongs to, if the producer named one."""
-        source = self._field("source")
-        return source if isinstance(source, str) else None
+        return self._typed("source", str)
 
     @property
     def attempt(self) -> int | None:
-        attempt = self._field("attempt")
-        return attempt if isinstance(attempt, int) else None
+        return self._typed("attempt", int)
 
     @property
     def index(self) -> int | None:
-        index = self._field("index")
-        return index if isinstance(index, int) else None
+        return self._typed("index", int)
 
     @property
     def seq(self) -> int | None:
-        seq = self._field("seq")
-        return seq if isinstance(seq, int) else None
+        return self._typed("seq", int)
 
 
 @dataclass(frozen=True)
