@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from application.ports import StoredRecord
+from domain.canonical_json import Verbatim, wire_json
 from domain.stream import Stream
 
 API_PREFIX = "/api/workflow-streams"
@@ -43,13 +44,26 @@ def stream_view(stream: Stream, deliveries: DeliveryCounts = DeliveryCounts()) -
 
 
 def record_envelope(record: StoredRecord, run_id: str, stream_id: str) -> dict[str, Any]:
+    """The envelope as a value, its payload parsed: for those that take values (delivery to
+    a wait service). What readers get is `envelope_json`, the same shape."""
+    return _envelope(record, run_id, stream_id, record.payload)
+
+
+def envelope_json(record: StoredRecord, run_id: str, stream_id: str) -> bytes:
+    """The envelope as compact JSON, the payload's stored text spliced in unparsed: the
+    `data` of an SSE record frame and an item of a records page (ADR 0048)."""
+    payload = Verbatim(record.payload_json) if record.payload_json is not None else None
+    return wire_json(_envelope(record, run_id, stream_id, payload))
+
+
+def _envelope(record: StoredRecord, run_id: str, stream_id: str, payload: Any) -> dict[str, Any]:
     envelope: dict[str, Any] = {
         "sequence": record.sequence,
         "content_type": record.content_type,
         "appended_at": record.appended_at.isoformat(),
     }
     if record.has_payload:
-        envelope["payload"] = record.payload
+        envelope["payload"] = payload
     elif record.data is not None:
         envelope["data"] = base64.b64encode(record.data).decode()
     elif record.object is not None:
