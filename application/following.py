@@ -128,10 +128,11 @@ class OpenFollow:
         if self._expires_in is not None and self._end_reason != "shutdown":
             self._ends_at = loop.time() + self._expires_in
         while not self._past_end():
-            async for frame in self._backfill():
-                yield frame
-                if isinstance(frame, ResyncFrame):
-                    return
+            if self._page is not None:  # a wake served live leaves no page to backfill
+                async for frame in self._backfill():
+                    yield frame
+                    if isinstance(frame, ResyncFrame):
+                        return
             if self._closed and self.cursor >= self._head:
                 yield EndFrame(self.cursor)
                 return
