@@ -393,7 +393,7 @@ async def backfill(server: RunnelServer, records: int) -> None:
     async with httpx.AsyncClient(base_url=server.api, headers=bearer(token()),
                                  timeout=120) as api:
         await create_stream(api, run_id, credit={"max_unread_items": 100_000,
-                                                 "max_unread_bytes": 2**30,
+                                                 "max_unread_bytes": 256 * 2**20,
                                                  "max_total_items": 10_000_000})
         started = time.perf_counter()
         for first in range(0, records, batch):
