@@ -7,12 +7,15 @@ tests in `tests/contracts/`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any, Protocol, TypeVar
 
+from domain.canonical_json import compact_json
 from domain.identifiers import RunKey, StreamKey
 from domain.live_seq import LivePosition
 from domain.object_intent import ObjectIntent
@@ -24,32 +27,45 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class StoredRecord:
-    """A committed record as readers see it (bodies already redacted)."""
+    """A committed record as readers see it (bodies already redacted).
+
+    A JSON payload is held as its canonical text, exactly as stored (`payload_json`, None
+    when the record has another body): readers hand that text on as it is, and only a
+    caller that needs the value parses it (`payload`, parsed once, on first use; ADR 0048).
+    """
 
     sequence: int
     content_type: str
     appended_at: datetime
     size: int
-    payload: Any = None
-    has_payload: bool = False
+    payload_json: str | None = None
     data: bytes | None = None
     object: ObjectRef | None = None
     idempotency_key: str | None = None
-    payload_json: str | None = field(default=None, compare=False, repr=False)
-    """The payload's canonical JSON when the writer already has it (saves re-encoding)."""
     offset: int | None = field(default=None, compare=False, repr=False)
     """The stream's byte offset through this record, for storage (`Stream`); readers
     are not given it."""
+
+    @property
+    def has_payload(self) -> bool:
+        return self.payload_json is not None
+
+    @cached_property
+    def payload(self) -> Any:
+        """The payload as a value (None when there is none, or when it is JSON `null`)."""
+        return json.loads(self.payload_json) if self.payload_json is not None else None
 
     @classmethod
     def from_draft(cls, sequence: int, draft: Draft, appended_at: datetime,
                    offset: int | None = None) -> StoredRecord:
         """The record a validated draft becomes once `sequence` (and its byte offset) is
         assigned to it."""
+        text = draft.payload_json
+        if text is None and draft.has_payload:
+            text = compact_json(draft.payload).decode()
         return cls(sequence=sequence, content_type=draft.content_type, appended_at=appended_at,
-                   size=draft.size, payload=draft.payload, has_payload=draft.has_payload,
-                   data=draft.data, object=draft.object, idempotency_key=draft.idempotency_key,
-                   payload_json=draft.payload_json, offset=offset)
+                   size=draft.size, payload_json=text, data=draft.data, object=draft.object,
+                   idempotency_key=draft.idempotency_key, offset=offset)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from application.definitions import StreamDefinitions
 from application.deletion import BodyDeleter
 from application.deliveries_view import DeliveryInspection
 from application.delivery import InputDispatcher
-from application.following import Follower
+from application.follower import Follower
 from application.lifecycle import StreamLifecycle
 from application.live import LivePublishing
 from application.maintenance import StorageMaintenance

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from application.ports import Delivery, RunSummary, StoredRecord
+from domain.canonical_json import Verbatim, wire_json
 from domain.stream import Stream
 
 API_PREFIX = "/api/workflow-streams"
@@ -44,14 +45,23 @@ def stream_view(stream: Stream, deliveries: DeliveryCounts = DeliveryCounts()) -
     }
 
 
-def record_envelope(record: StoredRecord, run_id: str, stream_id: str) -> dict[str, Any]:
+def envelope_json(record: StoredRecord, run_id: str, stream_id: str) -> bytes:
+    """The envelope as compact JSON, the payload's stored text spliced in unparsed: the
+    `data` of an SSE record frame and an item of a records page (ADR 0048)."""
+    return wire_json(record_envelope(record, run_id, stream_id, verbatim=True))
+
+
+def record_envelope(record: StoredRecord, run_id: str, stream_id: str,
+                    verbatim: bool = False) -> dict[str, Any]:
+    """The envelope as a value, its payload parsed (for those that take values: delivery to
+    a wait service), or with `verbatim` its payload's stored text, for `wire_json`."""
     envelope: dict[str, Any] = {
         "sequence": record.sequence,
         "content_type": record.content_type,
         "appended_at": record.appended_at.isoformat(),
     }
-    if record.has_payload:
-        envelope["payload"] = record.payload
+    if record.payload_json is not None:
+        envelope["payload"] = Verbatim(record.payload_json) if verbatim else record.payload
     elif record.data is not None:
         envelope["data"] = base64.b64encode(record.data).decode()
     elif record.object is not None:

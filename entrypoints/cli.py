@@ -183,6 +183,7 @@ def _serve(args: argparse.Namespace) -> int:
 def build_server(settings: Settings, host: str, port: int, access_log: bool,
                  banner: bool = True) -> uvicorn.Server:
     """One serving process: the app on uvicorn with the bounded protocol (ADR 0021)."""
+    from entrypoints.collector import tune_for_serving
     from entrypoints.http import create_asgi_app
     from entrypoints.http.connections import ConnectionBudget, bounded_protocol, connection_limits
     from entrypoints.http.draining import Draining
@@ -202,6 +203,7 @@ def build_server(settings: Settings, host: str, port: int, access_log: bool,
         http=bounded_protocol(budget), ws="none",
         timeout_keep_alive=settings.idle_timeout_seconds,  # type: ignore[arg-type]
     )
+    tune_for_serving()
     return _Server(config, settings, draining, banner)
 
 

@@ -105,7 +105,7 @@ class GroupWrites:
                 stream.total_bytes, stream.closed, stream.legal_hold, stream.erased,
                 stream.unread_floor))
         wake = Wake(locked.key, stream.head, stream.closed, carried_records(tuple(locked.records)))
-        self.wakes.append(encode_wake(wake, origin, texts))
+        self.wakes.append(encode_wake(wake, origin))
         self.local_wakes.append(wake)
 
     def _add_intent(self, stream_id: UUID, intent: ObjectIntent, codec: AggregateCodec) -> None:

@@ -19,6 +19,7 @@ import asyncpg
 from adapters.postgres.ids import stream_id
 from adapters.postgres.notifications import LIVE_CHANNEL
 from application.ports import LiveChunk, LiveDraft
+from domain.canonical_json import compact_text
 from domain.live_seq import LiveRun, LiveSeq
 
 # ON CONFLICT DO UPDATE locks an existing row (waiting for a concurrent sender) and
@@ -63,9 +64,9 @@ async def number_and_notify(connection: asyncpg.Connection, drafts: Sequence[Liv
 
 
 def encode_state(state: LiveSeq) -> str:
-    return json.dumps({"n": state.next, "g": state.growing,
-                       "r": [[run.source, run.attempt, run.first, run.last, run.base]
-                             for run in state.runs]}, separators=(",", ":"))
+    return compact_text({"n": state.next, "g": state.growing,
+                         "r": [[run.source, run.attempt, run.first, run.last, run.base]
+                               for run in state.runs]})
 
 
 def decode_state(text: str) -> LiveSeq:

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
+
+import msgspec
 
 from application.ports import LiveChunk, StoredRecord, Wake
 from domain.canonical_json import compact_text
@@ -32,14 +33,12 @@ LIVE_CHANNEL = "runnel_live"
 PAYLOAD_LIMIT_BYTES = 7999
 
 
-def _record_json(record: StoredRecord, payload_text: str | None) -> str:
-    """One record as JSON text; `payload_text` is the payload already encoded (the
-    store encodes it once for its own row and reuses it here)."""
+def _record_json(record: StoredRecord) -> str:
+    """One record as JSON text, its payload's stored text spliced in as it is."""
     parts = ['{"s":', str(record.sequence), ',"t":', _json_text(record.content_type), ',"a":"',
              _iso(record.appended_at), '","z":', str(record.size)]
-    if record.has_payload:
-        parts += [',"p":', payload_text if payload_text is not None
-                  else compact_text(record.payload)]
+    if record.payload_json is not None:
+        parts += [',"p":', record.payload_json]
     if record.data is not None:
         parts += [',"d":"', base64.b64encode(record.data).decode("ascii"), '"']
     if record.object is not None:
@@ -75,17 +74,35 @@ def _iso(moment: datetime) -> str:
     return _last_iso[1]
 
 
-def _record_from_json(encoded: dict[str, Any]) -> StoredRecord:
-    ref = encoded.get("o")
-    data = encoded.get("d")
-    return StoredRecord(
-        sequence=encoded["s"], content_type=encoded["t"],
-        appended_at=datetime.fromisoformat(encoded["a"]), size=encoded["z"],
-        payload=encoded.get("p"), has_payload="p" in encoded,
-        data=base64.b64decode(data) if data is not None else None,
-        object=ObjectRef(ref[0], ref[1], ref[2], ref[3]) if ref is not None else None,
-        idempotency_key=encoded.get("k"),
-    )
+class _Record(msgspec.Struct, frozen=True):
+    """A record in a wake, in its short keys. `p` is the payload's text, never parsed (an
+    absent payload is the empty text, since JSON `null` is a payload)."""
+
+    s: int
+    t: str
+    a: str
+    z: int
+    p: msgspec.Raw = msgspec.Raw()
+    d: str | None = None
+    o: tuple[str, int, str, str] | None = None
+    k: str | None = None
+
+    def stored(self) -> StoredRecord:
+        ref = self.o
+        return StoredRecord(
+            sequence=self.s, content_type=self.t, appended_at=datetime.fromisoformat(self.a),
+            size=self.z, payload_json=bytes(self.p).decode() if self.p else None,
+            data=base64.b64decode(self.d) if self.d is not None else None,
+            object=ObjectRef(*ref) if ref is not None else None, idempotency_key=self.k)
+
+
+class _Wake(msgspec.Struct, frozen=True):
+    h: int
+    c: bool
+    r: tuple[_Record, ...] | None = None
+
+
+_decode_wake = msgspec.json.Decoder(_Wake).decode
 
 
 def _fits(payload: str) -> bool:
@@ -95,15 +112,12 @@ def _fits(payload: str) -> bool:
     return len(payload) <= PAYLOAD_LIMIT_BYTES and len(payload.encode()) <= PAYLOAD_LIMIT_BYTES
 
 
-def encode_wake(wake: Wake, origin: str,
-                payload_texts: Mapping[int, str | None] | None = None) -> str:
+def encode_wake(wake: Wake, origin: str) -> str:
     """Always returns a payload that fits: without records when they would not."""
     prefix = origin + "\n" + wake.stream.channel_key + "\n"
     status = '{"h":' + str(wake.head) + ',"c":' + ("true" if wake.closed else "false")
     if wake.records is not None:
-        texts = payload_texts or {}
-        records = ",".join(_record_json(record, texts.get(record.sequence))
-                           for record in wake.records)
+        records = ",".join(map(_record_json, wake.records))
         with_records = prefix + status + ',"r":[' + records + "]}"
         if _fits(with_records):
             return with_records
@@ -134,10 +148,12 @@ def split_payload(payload: str) -> tuple[str, str, str]:
 
 
 def decode_wake(key: StreamKey, body: str) -> Wake:
-    decoded = json.loads(body)
-    records = decoded.get("r")
-    return Wake(key, decoded["h"], decoded["c"],
-                tuple(_record_from_json(r) for r in records) if records is not None else None)
+    """The payloads' texts are kept as they came (ADR 0048): a wake is decoded without
+    parsing any payload."""
+    decoded = _decode_wake(body)
+    records = decoded.r
+    return Wake(key, decoded.h, decoded.c,
+                tuple(record.stored() for record in records) if records is not None else None)
 
 
 def decode_live(key: StreamKey, body: str) -> LiveChunk:

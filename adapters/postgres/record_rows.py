@@ -7,12 +7,10 @@ A payload of JSON `null` is the text `null`, distinct from SQL NULL (no payload)
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from application.ports import StoredRecord
-from domain.canonical_json import compact_text
 from domain.errors import InvalidRecord
 from domain.records import ObjectRef
 
@@ -30,20 +28,9 @@ def payload_text(record: StoredRecord) -> str | None:
     _check_storable(record.content_type)
     if record.idempotency_key is not None:
         _check_storable(record.idempotency_key)
-    if not record.has_payload:
-        return None
-    if record.payload_json is not None:
-        # Encoded by the domain's canonical encoder, which already refused NaN and
-        # unpaired surrogates; JSON escapes NUL, so it is storable as it is.
-        return record.payload_json
-    try:
-        encoded = compact_text(record.payload)
-    except ValueError:
-        raise InvalidRecord("payload is not valid JSON (NaN or Infinity)") from None
-    # JSON escapes control characters, so only an unpaired surrogate can be left.
-    if not encoded.isascii():
-        _check_storable(encoded)
-    return encoded
+    # Encoded by the domain's canonical encoder, which already refused NaN and unpaired
+    # surrogates; JSON escapes NUL, so it is storable as it is.
+    return record.payload_json
 
 
 def storable(text: str) -> bool:
@@ -65,7 +52,6 @@ def _check_storable(text: str) -> None:
 
 
 def record_from_row(row: Mapping[str, Any]) -> StoredRecord:
-    payload_json = row["payload"]
     object_id = row["object_id"]
     ref = None
     if object_id is not None:
@@ -77,8 +63,7 @@ def record_from_row(row: Mapping[str, Any]) -> StoredRecord:
         content_type=row["content_type"],
         appended_at=row["appended_at"],
         size=row["size"],
-        payload=json.loads(payload_json) if payload_json is not None else None,
-        has_payload=payload_json is not None,
+        payload_json=row["payload"],
         data=bytes(data) if data is not None else None,
         object=ref,
         idempotency_key=row["idempotency_key"],

@@ -19,12 +19,12 @@ Rules:
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import asyncpg
 
 from application.ports import InputEvent
+from domain.canonical_json import compact_text
 
 MAX_PAYLOAD_BYTES = 7900
 """Below Postgres's 8000-byte NOTIFY limit, with room to spare."""
@@ -36,12 +36,12 @@ def notify_payload(event: InputEvent) -> str:
                             "run_id": event.run_id,
                             "stream_id": event.stream_id, "sequence": event.sequence,
                             "record": dict(event.record)}
-    text = json.dumps(body, separators=(",", ":"))
+    text = compact_text(body)
     if len(text.encode()) <= MAX_PAYLOAD_BYTES:
         return text
     del body["record"]
     body["record_omitted"] = True
-    return json.dumps(body, separators=(",", ":"))
+    return compact_text(body)
 
 
 class PostgresNotifyWaitService:

@@ -17,7 +17,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from application.following import Follower
+from application.follower import Follower
 
 log = logging.getLogger("runnel.shutdown")
 

@@ -2,7 +2,7 @@
 
 - `event: record`, `id: <sequence>`, `data: <record envelope JSON>`;
 - `event: live` (no id) with `{seq, data, source, attempt, index}`;
-- `: ping` comment (a message with `data=None`, or clients see an empty event);
+- `: ping` comment (clients see no event);
 - `event: resync` with the 410 problem body, then the stream ends;
 - `event: end` with `{"reason": "closed", "last_sequence": N}` after close, or
   `{"reason": "token_expired", "last_sequence": N}` when the credential that opened
@@ -14,88 +14,57 @@
   `Last-Event-ID` on any node, as after any cut connection.
 
 Frames are pulled from the follow only when the transport took the previous
-one, so a slow reader costs one frame plus the socket buffers, never a queue.
+one, so a slow reader costs one frame plus the socket buffers, never a queue. Their
+bytes are made in `sse_frames`, a record's once for all the readers of this process.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, assert_never
 
-import msgspec
-from litestar.response import ServerSentEventMessage
+from litestar.response import Stream
 from litestar.types import ASGIApp, Receive, Scope, Send
 
-from application.following import (
-    EndFrame,
-    Frame,
-    KeepaliveFrame,
-    LiveFrame,
-    OpenFollow,
-    RecordFrame,
-    ResyncFrame,
-)
+from application.following import OpenFollow
 from application.ports import StoreUnavailable
-from application.views import record_envelope
-from domain.errors import CursorPruned
-from entrypoints.http.problems import problem_body
+from entrypoints.http.sse_frames import FrameMemo, encode_frame
 from entrypoints.metrics import Metrics
 
-SHUTDOWN_RETRY_MS = (500, 5000)
-"""The `retry:` of a shutdown `end` frame is drawn from this range (milliseconds)."""
 YIELD_EVERY_FRAMES = 32
 """A backfill from memory may never suspend on its own; yield to the loop this often so
 a disconnect is noticed and other requests are served."""
+EVENT_STREAM_HEADERS = {"Cache-Control": "no-cache", "Connection": "keep-alive",
+                        "X-Accel-Buffering": "no"}
+
+FRAMES = FrameMemo()
+"""This process's record frames, shared by all its readers (`sse_frames`)."""
 
 log = logging.getLogger("runnel.http")
 
-_encode = msgspec.json.Encoder().encode
 _RELEASES = "runnel.sse.releases"
 
 Release = Callable[[], Awaitable[None]]
 
 
-def to_message(frame: Frame, run_id: str, stream_id: str) -> ServerSentEventMessage:
-    match frame:
-        case RecordFrame(record=record):
-            envelope = record_envelope(record, run_id, stream_id)
-            return ServerSentEventMessage(event="record", id=record.sequence,
-                                          data=_json(envelope))
-        case KeepaliveFrame():
-            return ServerSentEventMessage(comment="ping", data=None)
-        case LiveFrame(chunk=chunk):
-            return ServerSentEventMessage(event="live", data=_json({
-                "seq": chunk.seq, "data": chunk.data, "source": chunk.source,
-                "attempt": chunk.attempt, "index": chunk.index}))
-        case ResyncFrame(requested=requested, earliest=earliest, latest=latest):
-            pruned = CursorPruned(requested, earliest, latest)
-            return ServerSentEventMessage(event="resync", data=_json(problem_body(pruned)))
-        case EndFrame(last_sequence=last_sequence, reason=reason):
-            # Readers of a node that stops come back at once: spread them over a few seconds.
-            retry = random.randint(*SHUTDOWN_RETRY_MS) if reason == "shutdown" else None
-            return ServerSentEventMessage(event="end", retry=retry, data=_json(
-                {"reason": reason, "last_sequence": last_sequence}))
-    assert_never(frame)
+def event_stream(frames: AsyncIterator[bytes]) -> Stream:
+    """The response: frames already encoded go out as they are."""
+    return Stream(frames, media_type="text/event-stream", headers=EVENT_STREAM_HEADERS)
 
 
-def _json(value: Any) -> str:
-    return _encode(value).decode()
-
-
-async def sse_messages(follow: OpenFollow, run_id: str, stream_id: str,
-                       release: Release) -> AsyncIterator[ServerSentEventMessage]:
+async def encoded_frames(follow: OpenFollow, release: Release,
+                     memo: FrameMemo = FRAMES) -> AsyncIterator[bytes]:
     try:
         sent = 0
         async for frame in follow.frames():
-            yield to_message(frame, run_id, stream_id)
+            yield encode_frame(frame, follow.key, memo)
             sent += 1
             if sent % YIELD_EVERY_FRAMES == 0:
                 await asyncio.sleep(0)
     except StoreUnavailable as outage:
-        log.warning("ending a subscription to %s/%s: %s", run_id, stream_id, outage)
+        log.warning("ending a subscription to %s/%s: %s", follow.key.run_id,
+                    follow.key.stream_id, outage)
     finally:
         await release()
 

@@ -3,11 +3,12 @@
 This wraps the whole application because it needs the ASGI server's own `send`;
 it touches `text/event-stream` responses only.
 
-- Coalescing. Frames produced within one event-loop iteration (a backfill page,
-  a wake that carried several records) go out as ONE write: the body is
-  buffered and flushed at the end of the iteration, or at once past
-  `FLUSH_BYTES`. Nothing waits for a timer, so a lone live frame leaves as soon
-  as the loop turns; a backfill costs one system call per batch, not per frame.
+- Coalescing. The first frame after a quiet spell goes out at once, written
+  from the reader's own task (a live record to thousands of readers costs no
+  task per reader). Frames that follow it within the same event-loop iteration
+  (a backfill page, a wake that carried several records) are buffered and go
+  out as ONE write when the loop turns, or at once past `FLUSH_BYTES`. Nothing
+  waits for a timer; a backfill costs about one system call per batch.
 - Backpressure. A flush waits while the server's transport is full (the client
   is slow), and the next frame waits for that flush: the follow loop is pulled
   only as fast as the client takes frames, and a reader costs at most one
@@ -46,23 +47,31 @@ class _CoalescingBody:
         self._stall_seconds = stall_seconds
         self._on_stall = on_stall
         self._buffer = bytearray()
-        self._scheduled = False
+        self._burst = False
+        """A frame went out in this loop iteration: the next ones wait for its end."""
         self._flushing: asyncio.Task[None] | None = None
         self.stalled = False
 
     async def send(self, message: Message) -> None:
         await self._settle()
-        self._buffer += message.get("body", b"")  # type: ignore[arg-type]
+        body: bytes = message.get("body", b"")  # type: ignore[assignment]
         if not message.get("more_body", False):
+            self._buffer += body
             await self._flush(more_body=False)
-        elif len(self._buffer) >= FLUSH_BYTES:
-            await self._flush()
-        elif not self._scheduled:
-            self._scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush_soon)
+        elif not self._burst and not self._buffer:
+            # The first frame after a quiet spell (a live record, a keepalive) goes out
+            # at once, from the reader's own task: no task of its own, and no wait.
+            self._burst = True
+            asyncio.get_running_loop().call_soon(self._end_burst)
+            await self._write(body)
+        else:
+            self._buffer += body
+            if len(self._buffer) >= FLUSH_BYTES:
+                await self._flush()
 
-    def _flush_soon(self) -> None:
-        self._scheduled = False
+    def _end_burst(self) -> None:
+        """The loop turned: what the burst buffered goes out as one write."""
+        self._burst = False
         if self._buffer and (self._flushing is None or self._flushing.done()):
             self._flushing = asyncio.get_running_loop().create_task(self._flush())
 
@@ -74,6 +83,9 @@ class _CoalescingBody:
 
     async def _flush(self, more_body: bool = True) -> None:
         body, self._buffer = bytes(self._buffer), bytearray()
+        await self._write(body, more_body)
+
+    async def _write(self, body: bytes, more_body: bool = True) -> None:
         try:
             async with asyncio.timeout(self._stall_seconds):
                 await self._send({"type": "http.response.body", "body": body,

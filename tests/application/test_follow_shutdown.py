@@ -7,7 +7,8 @@ import asyncio
 import pytest
 
 from adapters.memory.simulation import simulation
-from application.following import EndFrame, Follower, RecordFrame
+from application.follower import Follower
+from application.following import EndFrame, RecordFrame
 from application.node import NodeSettings
 from application.ports import NodeDraining
 from tests.application.support import (

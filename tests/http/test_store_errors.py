@@ -16,8 +16,9 @@ import pytest
 from adapters.postgres.pool import as_unavailable
 from application.following import Frame, KeepaliveFrame
 from application.ports import StoreFull, StoreUnavailable
+from domain.identifiers import StreamKey
 from entrypoints.http.problems import classify, problem_body, problem_headers
-from entrypoints.http.sse import sse_messages
+from entrypoints.http.sse import encoded_frames
 
 exceptions = asyncpg.exceptions
 
@@ -79,6 +80,8 @@ def test_an_unknown_outcome_stays_store_unavailable() -> None:
 class _FailingFollow:
     """A follow whose store fails after one frame, as when Postgres dies under a stream."""
 
+    key = StreamKey("t", "r", "s")
+
     async def frames(self) -> AsyncIterator[Frame]:
         yield KeepaliveFrame()
         raise StoreUnavailable("the database is unavailable: ConnectionRefusedError")
@@ -90,9 +93,9 @@ async def test_a_subscription_the_store_fails_ends_without_an_error_and_is_relea
     async def release() -> None:
         released.append(True)
 
-    messages = [message async for message in sse_messages(
-        _FailingFollow(), "r", "s", release)]  # type: ignore[arg-type]
-    assert [message.comment for message in messages] == ["ping"]
+    frames = [frame async for frame in encoded_frames(
+        _FailingFollow(), release)]  # type: ignore[arg-type]
+    assert frames == [b": ping\r\n\r\n"]
     assert released == [True]
 
 
@@ -106,5 +109,5 @@ async def test_any_other_failure_under_a_stream_still_propagates() -> None:
         return None
 
     with pytest.raises(RuntimeError):
-        _ = [message async for message in sse_messages(
-            Broken(), "r", "s", release)]  # type: ignore[arg-type]
+        _ = [frame async for frame in encoded_frames(
+            Broken(), release)]  # type: ignore[arg-type]

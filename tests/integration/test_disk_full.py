@@ -64,9 +64,7 @@ async def _append(adapters: PostgresAdapters, key: StreamKey, payload: str) -> i
                                           await session.receipts([payload]))
         session.stream.append(plan)
         (sequence, draft), = plan.new
-        session.add_records([StoredRecord(sequence, draft.content_type, NOW, draft.size,
-                                          draft.payload, draft.has_payload, draft.data,
-                                          idempotency_key=draft.idempotency_key)])
+        session.add_records([StoredRecord.from_draft(sequence, draft, NOW)])
         return sequence
 
     result: int = await adapters.store.transact(key, work)

@@ -13,6 +13,7 @@ from adapters.postgres.notifications import (
     split_payload,
 )
 from application.ports import LiveChunk, StoredRecord, Wake
+from domain.canonical_json import compact_text
 from domain.identifiers import StreamKey
 from domain.records import ObjectRef
 
@@ -28,9 +29,9 @@ def decoded(payload: str) -> Wake:
 
 def test_every_kind_of_record_rides_a_wake_exactly() -> None:
     records = (
-        StoredRecord(1, "application/json", AT, 20, payload={"t": "héllo ✓", "n": [1, 2.5]},
-                     has_payload=True, idempotency_key="k1"),
-        StoredRecord(2, "application/json", AT, 4, payload=None, has_payload=True),
+        StoredRecord(1, "application/json", AT, 20, payload_json='{"t":"héllo ✓","n":[1,2.5]}',
+                     idempotency_key="k1"),
+        StoredRecord(2, "application/json", AT, 4, payload_json="null"),
         StoredRecord(3, "application/octet-stream", AT, 4, data=b"\x00\x01\xfe\xff"),
         StoredRecord(4, "application/pdf", AT, 90,
                      object=ObjectRef("obj-1", 123, "a" * 64, "application/pdf")),
@@ -39,6 +40,18 @@ def test_every_kind_of_record_rides_a_wake_exactly() -> None:
     assert decoded(encode_wake(wake, "me")) == wake
     assert decoded(encode_wake(Wake(KEY, 4, False, ()), "me")) == Wake(KEY, 4, False, ())
     assert decoded(encode_wake(Wake(KEY, 4, False, None), "me")) == Wake(KEY, 4, False, None)
+
+
+def test_a_payload_rides_a_wake_as_its_text_and_is_parsed_only_when_asked() -> None:
+    """The stored text comes back byte for byte (spellings a re-encoding would change
+    included), and decoding a wake parses no payload (ADR 0048)."""
+    text = '{"z":1e+16,"a":[1.50,-0.0],"k":{"é":"✓"}}'
+    wake = Wake(KEY, 1, False, (StoredRecord(1, "application/json", AT, len(text),
+                                             payload_json=text),))
+    record, = decoded(encode_wake(wake, "me")).records or ()
+    assert record.payload_json == text
+    assert "payload" not in vars(record)  # not parsed yet
+    assert record.payload == {"z": 1e16, "a": [1.5, -0.0], "k": {"é": "✓"}}
 
 
 def test_a_wake_whose_records_would_not_fit_goes_without_them() -> None:
@@ -51,12 +64,11 @@ def test_a_wake_whose_records_would_not_fit_goes_without_them() -> None:
 
 def test_a_wake_counts_bytes_not_characters() -> None:
     text = "✓" * 2700  # 2700 characters, 8100 bytes
-    record = StoredRecord(1, "application/json", AT, 8102, payload=text, has_payload=True)
+    record = StoredRecord(1, "application/json", AT, 8102, payload_json=compact_text(text))
     payload = encode_wake(Wake(KEY, 1, False, (record,)), "me")
     assert len(payload.encode()) <= PAYLOAD_LIMIT_BYTES
     assert decoded(payload).records is None
-    record = StoredRecord(1, "application/json", AT, 2702, payload=text[:900],
-                          has_payload=True)
+    record = StoredRecord(1, "application/json", AT, 2702, payload_json=compact_text(text[:900]))
     assert decoded(encode_wake(Wake(KEY, 1, False, (record,)), "me")).records == (record,)
 
 

@@ -9,7 +9,8 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody, QueryParameter
 
 from application.service import RunnelService
-from application.views import record_envelope
+from application.views import envelope_json
+from domain.canonical_json import Verbatim
 from domain.errors import Backpressure
 from domain.principal import Principal
 from entrypoints.http.handlers.bodies import AppendBody
@@ -65,7 +66,8 @@ async def read_records(
                                         page_limit(limit))
     page = result.page
     return {
-        "records": [record_envelope(record, run_id, stream_id) for record in page.records],
+        # Each envelope's bytes as SSE sends them, the payloads' stored text unparsed.
+        "records": [Verbatim(envelope_json(record, run_id, stream_id)) for record in page.records],
         "next_cursor": result.next_cursor,
         "head": page.head,
         "earliest": page.earliest,

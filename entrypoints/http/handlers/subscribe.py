@@ -8,13 +8,13 @@ from typing import Annotated, Any
 from litestar import Request
 from litestar.di import NamedDependency
 from litestar.params import FromPath, HeaderParameter, QueryParameter
-from litestar.response import ServerSentEvent
+from litestar.response import Stream
 
 from application.service import RunnelService
 from domain.principal import Principal
 from entrypoints.http.inputs import subscribe_cursor
 from entrypoints.http.openapi import CursorText
-from entrypoints.http.sse import ReaderLease, register_release, sse_messages
+from entrypoints.http.sse import ReaderLease, encoded_frames, event_stream, register_release
 from entrypoints.metrics import Metrics
 
 
@@ -32,7 +32,7 @@ async def subscribe(
         description="The id of the last record frame received (resume).")] = None,
     live: Annotated[bool, QueryParameter(
         description="Also deliver best-effort `event: live` side-channel chunks.")] = False,
-) -> ServerSentEvent:
+) -> Stream:
     """Backfill the records above the cursor, then follow live. Frames: `event: record` with
     `id: <sequence>` and the record envelope as `data`; `event: live` (no id) when
     `live=true`; `: ping` keepalives; `event: resync` with the 410 body if retention
@@ -47,4 +47,4 @@ async def subscribe(
                                          expires_in)
     lease = ReaderLease(follow, metrics)
     register_release(request.scope, lease.release)
-    return ServerSentEvent(sse_messages(follow, run_id, stream_id, lease.release))
+    return event_stream(encoded_frames(follow, lease.release))

@@ -1,0 +1,102 @@
+"""Opening follows: who may follow a stream here, from which cursor, holding which slot.
+
+`Follower` checks access and the cursor before any frame is produced, so a refused or
+pruned cursor is an HTTP error, not a broken stream; the loop itself is `OpenFollow`
+(`following.py`).
+"""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+
+from application.access import stream_for_reading, stream_key
+from application.following import OpenFollow
+from application.node import NodeSettings
+from application.ports import (
+    GapEvidence,
+    NodeDraining,
+    RecordReader,
+    StreamStore,
+    WakeBus,
+    WakeSubscription,
+)
+from application.subscription_slots import SubscriptionSlots
+from domain.cursor import check_cursor
+from domain.identifiers import StreamKey
+from domain.principal import Principal
+from domain.stream import Stream
+
+
+class Follower:
+    """Opens follows: checks access and the cursor before any frame is produced, so a
+    refused or pruned cursor is an HTTP error, not a broken stream. Every follow holds one
+    of its principal's subscription slots until it closes (`SubscriptionSlots`)."""
+
+    def __init__(self, store: StreamStore, reader: RecordReader, bus: WakeBus, gaps: GapEvidence,
+                 node: NodeSettings, slots: SubscriptionSlots) -> None:
+        self._store = store
+        self._reader = reader
+        self._bus = bus
+        self._gaps = gaps
+        self._node = node
+        self.slots = slots
+        self._open: set[OpenFollow] = set()
+        self._draining = False
+
+    async def authorize(self, principal: Principal, run_id: str,
+                        stream_id: str) -> tuple[StreamKey, Stream]:
+        """Whether the principal may follow the stream here (scope, tenant, run binding,
+        readers pin, egress region): the same rules for a subscription and for a subscribe
+        token, which stands in for one."""
+        key = stream_key(principal, run_id, stream_id)
+        stream = await stream_for_reading(self._store, principal, key, self._node.region,
+                                          content=True)
+        return key, stream
+
+    async def open(self, principal: Principal, run_id: str, stream_id: str, after: int,
+                   live: bool = False, expires_in: float | None = None) -> OpenFollow:
+        """`expires_in`: seconds until the principal's credential expires; the follow ends
+        there with `EndFrame("token_expired")`."""
+        if self._draining:
+            raise NodeDraining("this node is shutting down; subscribe at another node")
+        key, stream = await self.authorize(principal, run_id, stream_id)
+        # A best-effort stream has nothing stored: its readers exist for the live chunks.
+        live = live or stream.definition.mode == "best_effort"
+        lease = await self.slots.take(principal)
+        stack = AsyncExitStack()
+        stack.push_async_callback(self.slots.release, lease)
+        try:
+            # The registration has a stack of its own: a closed stream gives it back at
+            # once, while the slot stays taken for as long as the follow lives.
+            registration = await stack.enter_async_context(AsyncExitStack())
+            wakes: WakeSubscription | None = await registration.enter_async_context(
+                self._bus.subscribe(key, live))
+            page = await self._reader.read_page(key, after, self._node.page_size)
+            check_cursor(after, page.earliest, page.head)
+            if page.closed:
+                # A closed stream gets nothing new: serve it without a registration.
+                await registration.aclose()
+                wakes = None
+        except BaseException:
+            await stack.aclose()
+            raise
+        follow = OpenFollow(key, after, self._reader, self._gaps, self._node, stack, wakes,
+                            page, expires_in, on_close=self._open.discard)
+        self._open.add(follow)
+        return follow
+
+    def drain(self) -> int:
+        """The node is about to stop: every open follow ends with `EndFrame("shutdown")`,
+        and no new one opens. Returns how many were ended."""
+        self._draining = True
+        for follow in self._open:
+            follow.drain()
+        return len(self._open)
+
+    @property
+    def open_follows(self) -> int:
+        return len(self._open)
+
+    async def close(self) -> None:
+        """The node is shutting down: stop renewing slots."""
+        await self.slots.close()
