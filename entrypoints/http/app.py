@@ -23,19 +23,17 @@ from entrypoints.backend import NodeUnready
 from entrypoints.container import NodeHost
 from entrypoints.http.api_docs import api_docs_plugins, api_docs_router
 from entrypoints.http.auth import Authenticator, SubscribeAuthenticator
+from entrypoints.http.callers import caller_provider
 from entrypoints.http.connections import ConnectionBudget, ConnectionMetrics
-from entrypoints.http.disconnects import client_disconnects
 from entrypoints.http.draining import Draining
 from entrypoints.http.durable_streams import durable_streams_handlers
 from entrypoints.http.handlers.operations import Probe, Scrape
-from entrypoints.http.limits import header_limit
 from entrypoints.http.openapi import PublishedRules
+from entrypoints.http.pipeline import request_pipeline
 from entrypoints.http.problems import problem_response
-from entrypoints.http.referrer import no_referrer
 from entrypoints.http.request_ids import RequestIds
 from entrypoints.http.routes import api_router, operation_handlers
 from entrypoints.http.sse_transport import EventStreamTransport
-from entrypoints.http.timing import route_timing
 from entrypoints.metrics import Metrics
 from entrypoints.scrape import scrape
 from entrypoints.settings import Settings
@@ -98,6 +96,8 @@ def create_app(settings: Settings, host: NodeHost | None = None,
                                                   lambda: host.node.backend.facade_catalog,
                                                   lambda: host.node.clock)],
         dependencies={
+            "caller": Provide(caller_provider(auth, provide_service, metrics),
+                              sync_to_thread=False),
             "service": Provide(provide_service, sync_to_thread=False),
             "metrics": Provide(provide_metrics, sync_to_thread=False),
             "probe": Provide(provide_probe, sync_to_thread=False),
@@ -105,9 +105,7 @@ def create_app(settings: Settings, host: NodeHost | None = None,
             "subscribe_tokens": Provide(provide_subscribe_tokens, sync_to_thread=False),
         },
         exception_handlers={Exception: problem_response},
-        before_send=[no_referrer],
-        middleware=[header_limit(settings.max_header_bytes), route_timing(metrics),
-                    client_disconnects(metrics)],
+        middleware=[request_pipeline(settings.max_header_bytes, metrics)],
         request_max_body_size=settings.max_body_bytes,
         lifespan=[lifespan],
         plugins=[PublishedRules()],

@@ -6,7 +6,8 @@ Rules:
   no token; anything else (too long, other characters, a JWT) is replaced by a
   fresh uuid4 hex, silently: the client learns the id it got from the response;
 - the id is echoed as `X-Request-ID` on every response the application sends:
-  routes, problems, the 404 of an unknown path, event streams;
+  routes, problems, the 404 of an unknown path, event streams; with it goes
+  `Referrer-Policy: no-referrer` (`referrer.py`), in the same pass over the headers;
 - while the request is handled it is the current `RequestContext`, so every log
   line carries it (`request_context.py`), and a 5xx problem body names it;
 - this wraps the whole application, outside the event-stream transport, so it sees
@@ -23,10 +24,13 @@ from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from entrypoints import tracing
+from entrypoints.http.referrer import HEADER as REFERRER
 from entrypoints.request_context import RequestContext, enter_request, leave_request
 from entrypoints.token_redaction import redact_tokens
 
 HEADER = b"x-request-id"
+OWN_HEADERS = (HEADER, REFERRER[0])
+"""What this layer sets on every response, replacing any value from within."""
 MAX_LENGTH = 128
 _SAFE = re.compile(rf"[A-Za-z0-9._:-]{{1,{MAX_LENGTH}}}")
 
@@ -63,8 +67,9 @@ class RequestIds:
             if message["type"] == "http.response.start":
                 context.responded(message["status"])
                 tracing.name_server_span(method, context.route)
-                headers = [(k, v) for k, v in message.get("headers", ()) if k.lower() != HEADER]
-                message = {**message, "headers": [*headers, echoed]}
+                headers = [(k, v) for k, v in message.get("headers", ())
+                           if k.lower() not in OWN_HEADERS]
+                message = {**message, "headers": [*headers, echoed, REFERRER]}
             await send(message)
 
         token = enter_request(context)
