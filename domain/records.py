@@ -55,7 +55,11 @@ class Draft:
 class Submitted(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     """One record of an append as the wire carries it, decoded straight into these types
     (in C, with the whole body: ADR 0049). A body that does not fit them is checked field
-    by field instead (`draft_from_wire` on plain values), for the precise refusal."""
+    by field instead (`draft_from_wire` on plain values), for the precise refusal.
+
+    Only the JSON decoder makes these, so a payload here is a JSON value by construction
+    (no NaN, infinity, unpaired surrogate or non-JSON type): what lets its canonical text
+    be computed in C (`payload_text`)."""
 
     payload: Any = msgspec.UNSET
     data: str | msgspec.UnsetType = msgspec.UNSET
