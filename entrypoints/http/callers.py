@@ -1,11 +1,12 @@
-"""What a hot route's handler needs, resolved in one synchronous step (ADR 0049).
+"""What an API handler needs, resolved in one synchronous step (ADR 0049).
 
 Litestar resolves the dependencies of one batch concurrently, in an anyio task group,
 whenever a handler names more than one: a group spawned and joined per request, for
-values that are all at hand. The append and read routes name one dependency instead,
-`caller`, which verifies the bearer token (`Authenticator.from_header`: the same check as
-`principal`, token cache and revocation included) and hands over the node's service and
-metrics with it. Scope, tenant and run checks stay with the use cases, as on every route.
+values that are all at hand. The routes of records, streams, consumers and lifecycle
+name one dependency instead, `caller`, which verifies the bearer token
+(`Authenticator.from_header`: the same check as `principal`, token cache and revocation
+included) and hands over the node's service and metrics with it. Scope, tenant and run
+checks stay with the use cases, as on every route.
 """
 
 from __future__ import annotations
