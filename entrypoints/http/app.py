@@ -2,9 +2,9 @@
 
 Dependencies are Litestar's own `Provide`s fed from the node the `NodeHost` runs
 (no `@inject` on handlers, so no query parameter can override one).
-`create_app` is the application; `create_asgi_app` wraps it in the request pipeline
-and the event-stream transport, which must see the server's own `send` and so sits
-outside Litestar. Pure ASGI layers, each one call per request (ADR 0049).
+`create_app` is the application; `create_asgi_app` wraps it in the request layer and
+the event-stream transport, which must see the server's own `send` and so sits outside
+everything. Pure ASGI layers, each one call per request (ADR 0049).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from entrypoints.http.draining import Draining
 from entrypoints.http.durable_streams import durable_streams_handlers
 from entrypoints.http.handlers.operations import Probe, Scrape
 from entrypoints.http.openapi import PublishedRules
-from entrypoints.http.pipeline import RequestPipeline
+from entrypoints.http.pipeline import RequestRules
 from entrypoints.http.problems import problem_response
 from entrypoints.http.request_ids import RequestIds
 from entrypoints.http.routes import api_router, operation_handlers
@@ -122,17 +122,18 @@ def create_app(settings: Settings, host: NodeHost | None = None,
 def create_asgi_app(settings: Settings, connections: ConnectionBudget | None = None,
                     draining: Draining | None = None,
                     host: NodeHost | None = None) -> ASGIApp:
-    """What the server runs: the app behind the request pipeline (header limit, route
-    timing, client disconnects: `pipeline.py`) and the event-stream transport (coalesced
-    writes, stall bound), inside the request ids (every response, every log line) and,
-    when tracing is on, a server span; `connections`, the server's connection budget, is
-    reported in /metrics; `draining` is how the server ends the node's subscriptions
-    before it stops."""
+    """What the server runs: the app inside one layer for request ids (every response,
+    every log line), the header limit, route timing and client disconnects
+    (`request_ids.py`, `pipeline.py`); when tracing is on, a server span; and outermost
+    the event-stream transport (coalesced writes, stall bound), which so gets the
+    server's own `send` and can abort a stalled reader's connection at once;
+    `connections`, the server's connection budget, is reported in /metrics; `draining`
+    is how the server ends the node's subscriptions before it stops."""
     host = host if host is not None else NodeHost(settings)
     metrics = host.metrics
     if connections is not None:
         metrics.registry.register(ConnectionMetrics(connections))
-    app = RequestPipeline(create_app(settings, host, draining), settings.max_header_bytes,
-                          metrics)
-    return traced(RequestIds(EventStreamTransport(app, settings.sse_stall_seconds,
-                                                  on_stall=metrics.stalled.inc)))
+    app = RequestIds(create_app(settings, host, draining),
+                     RequestRules(settings.max_header_bytes, metrics))
+    return EventStreamTransport(traced(app), settings.sse_stall_seconds,
+                                on_stall=metrics.stalled.inc)
