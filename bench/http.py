@@ -12,7 +12,10 @@ This process is the load: `bench/rawhttp.py`, raw keep-alive sockets on uvloop, 
 in flight per connection. Scenarios (fresh streams every round, so credit never binds):
 single-record appends at 1 and 16 connections on one hot stream, 16 connections on 16
 streams, and batches of 100 records at 8 connections on 8 streams. Each figure is the median
-of the rounds, with p50/p99 latency per request, and single appends as a ratio of the floor.
+of the rounds, with p50/p99 latency per request, the server's CPU time per request (user +
+system of its processes, from `/proc`: steadier than throughput on a shared box), and
+single appends as a ratio of the floor, by throughput and by CPU per request (the floor's
+CPU per request over theirs: what the ratio would be if both were CPU-bound).
 
     .venv/bin/python -m bench.http [--seconds 5] [--rounds 3] [--processes 1,2] [--peers]
 
@@ -45,9 +48,11 @@ import uvloop
 
 from bench.rawhttp import (
     Figure,
+    ServerCpu,
     constant_app,
     free_port,
     load,
+    measured,
     request,
     send_once,
     wait_listening,
@@ -141,19 +146,21 @@ class Runnel:
 
 
 async def scenario(runnel: Runnel, connections: int, streams: int, records: int,
-                   seconds: float) -> Figure:
+                   seconds: float, cpu: ServerCpu | None = None) -> Figure:
     run = f"r-{uuid.uuid4().hex[:10]}"
     names = [f"s{index}" for index in range(streams)]
     for name in names:
         await runnel.create(run, name)
     messages = [runnel.append(run, name, records) for name in names]
-    return await load(runnel.port, lambda index: messages[index % streams], connections, seconds)
+    return await measured(cpu, load(runnel.port, lambda index: messages[index % streams],
+                                    connections, seconds))
 
 
 def _median(figures: list[Figure]) -> Figure:
     return Figure(rate=statistics.median(f.rate for f in figures),
                   p50_ms=statistics.median(f.p50_ms for f in figures),
-                  p99_ms=statistics.median(f.p99_ms for f in figures))
+                  p99_ms=statistics.median(f.p99_ms for f in figures),
+                  cpu_us=statistics.median(f.cpu_us for f in figures))
 
 
 async def echo_floor(kind: str, connections: int, seconds: float, rounds: int) -> Figure:
@@ -165,7 +172,8 @@ async def echo_floor(kind: str, connections: int, seconds: float, rounds: int) -
     with process(command, {}) as child:
         await wait_listening(port, child)
         await load(port, lambda _: message, connections, 1.0)  # warm up
-        return _median([await load(port, lambda _: message, connections, seconds)
+        cpu = ServerCpu(child.pid)
+        return _median([await measured(cpu, load(port, lambda _: message, connections, seconds))
                         for _ in range(rounds)])
 
 
@@ -189,12 +197,13 @@ async def runnel_figures(args: argparse.Namespace, processes: int) -> dict[str, 
                      {"RUNNEL_DATABASE_URL": _dsn_for(database)}) as child:
             await wait_listening(port, child)
             runnel = Runnel(port)
+            cpu = ServerCpu(child.pid)
             await scenario(runnel, 16, 16, 1, 1.0)  # warm up
             results: dict[str, list[Figure]] = {label: [] for label, *_ in SCENARIOS}
             for _ in range(args.rounds):
                 for label, connections, streams, records in SCENARIOS:
-                    results[label].append(
-                        await scenario(runnel, connections, streams, records, args.seconds))
+                    results[label].append(await scenario(runnel, connections, streams,
+                                                         records, args.seconds, cpu))
             return {label: _median(figures) for label, figures in results.items()}
     finally:
         await admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
@@ -245,8 +254,9 @@ async def peer_figures(args: argparse.Namespace) -> dict[str, Figure] | str:
 
 
 def _line(label: str, figure: Figure, records: int, ratio: Callable[[Figure], str]) -> str:
+    cpu = f"  cpu {figure.cpu_us:6.0f} us/req" if figure.cpu_us else ""
     return (f"  {label:36} {figure.rate:>9,.0f} req/s {figure.rate * records:>10,.0f} rec/s"
-            f"   p50 {figure.p50_ms:6.2f} ms  p99 {figure.p99_ms:7.2f} ms  {ratio(figure)}")
+            f"   p50 {figure.p50_ms:6.2f} ms  p99 {figure.p99_ms:7.2f} ms{cpu}  {ratio(figure)}")
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -265,7 +275,8 @@ async def main(args: argparse.Namespace) -> None:
         for label, _, _, records in SCENARIOS:
             print(_line(label, figures[label], records,
                         lambda figure, records=records: "" if records > 1
-                        else f"{figure.rate / floor.rate:.2f}x floor"))
+                        else f"{figure.rate / floor.rate:.2f}x floor"
+                             f" (by cpu {floor.cpu_us / max(figure.cpu_us, 1e-9):.2f}x)"))
     if not args.peers:
         return
     peers = await peer_figures(args)

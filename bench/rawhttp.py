@@ -9,6 +9,7 @@ the per-request latencies.
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import statistics
 import subprocess
@@ -60,11 +61,47 @@ async def send_once(port: int, message: bytes) -> tuple[int, bytes]:
 
 @dataclass(frozen=True)
 class Figure:
-    """Requests/s over the run, and latency percentiles in milliseconds."""
+    """Requests/s over the run, latency percentiles in milliseconds, and the server's CPU
+    time per request in microseconds (user + system of its processes; 0 when unknown)."""
 
     rate: float
     p50_ms: float
     p99_ms: float
+    cpu_us: float = 0.0
+
+
+class ServerCpu:
+    """CPU seconds used so far by a server process and its children (Linux `/proc`). On a
+    shared box this is the steadier figure: other work slows a server's answers, but adds
+    little to the CPU each answer costs."""
+
+    def __init__(self, pid: int) -> None:
+        children = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True,
+                                  text=True).stdout.split()
+        self.pids = [pid, *(int(child) for child in children)]
+
+    def seconds(self) -> float:
+        total = 0
+        for pid in self.pids:
+            try:
+                with open(f"/proc/{pid}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+        return total / os.sysconf("SC_CLK_TCK")
+
+
+async def measured(cpu: ServerCpu | None, run: Awaitable[Figure]) -> Figure:
+    """`run`'s figure, with the server's CPU per request when `cpu` is given."""
+    before = cpu.seconds() if cpu is not None else 0.0
+    started = time.perf_counter()
+    figure = await run
+    if cpu is None:
+        return figure
+    requests = figure.rate * (time.perf_counter() - started)
+    return Figure(figure.rate, figure.p50_ms, figure.p99_ms,
+                  1e6 * (cpu.seconds() - before) / max(requests, 1.0))
 
 
 async def load(port: int, message_for: Callable[[int], bytes], connections: int,

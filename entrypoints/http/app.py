@@ -2,8 +2,9 @@
 
 Dependencies are Litestar's own `Provide`s fed from the node the `NodeHost` runs
 (no `@inject` on handlers, so no query parameter can override one).
-`create_app` is the application; `create_asgi_app` wraps it in the event-stream
-transport, which must see the server's own `send` and so sits outside Litestar.
+`create_app` is the application; `create_asgi_app` wraps it in the request layer and
+the event-stream transport, which must see the server's own `send` and so sits outside
+everything. Pure ASGI layers, each one call per request (ADR 0049).
 """
 
 from __future__ import annotations
@@ -23,19 +24,17 @@ from entrypoints.backend import NodeUnready
 from entrypoints.container import NodeHost
 from entrypoints.http.api_docs import api_docs_plugins, api_docs_router
 from entrypoints.http.auth import Authenticator, SubscribeAuthenticator
+from entrypoints.http.callers import caller_provider
 from entrypoints.http.connections import ConnectionBudget, ConnectionMetrics
-from entrypoints.http.disconnects import client_disconnects
 from entrypoints.http.draining import Draining
 from entrypoints.http.durable_streams import durable_streams_handlers
 from entrypoints.http.handlers.operations import Probe, Scrape
-from entrypoints.http.limits import header_limit
 from entrypoints.http.openapi import PublishedRules
+from entrypoints.http.pipeline import RequestRules
 from entrypoints.http.problems import problem_response
-from entrypoints.http.referrer import no_referrer
 from entrypoints.http.request_ids import RequestIds
 from entrypoints.http.routes import api_router, operation_handlers
 from entrypoints.http.sse_transport import EventStreamTransport
-from entrypoints.http.timing import route_timing
 from entrypoints.metrics import Metrics
 from entrypoints.scrape import scrape
 from entrypoints.settings import Settings
@@ -98,6 +97,8 @@ def create_app(settings: Settings, host: NodeHost | None = None,
                                                   lambda: host.node.backend.facade_catalog,
                                                   lambda: host.node.clock)],
         dependencies={
+            "caller": Provide(caller_provider(auth, provide_service, metrics),
+                              sync_to_thread=False),
             "service": Provide(provide_service, sync_to_thread=False),
             "metrics": Provide(provide_metrics, sync_to_thread=False),
             "probe": Provide(provide_probe, sync_to_thread=False),
@@ -105,9 +106,6 @@ def create_app(settings: Settings, host: NodeHost | None = None,
             "subscribe_tokens": Provide(provide_subscribe_tokens, sync_to_thread=False),
         },
         exception_handlers={Exception: problem_response},
-        before_send=[no_referrer],
-        middleware=[header_limit(settings.max_header_bytes), route_timing(metrics),
-                    client_disconnects(metrics)],
         request_max_body_size=settings.max_body_bytes,
         lifespan=[lifespan],
         plugins=[PublishedRules()],
@@ -124,15 +122,18 @@ def create_app(settings: Settings, host: NodeHost | None = None,
 def create_asgi_app(settings: Settings, connections: ConnectionBudget | None = None,
                     draining: Draining | None = None,
                     host: NodeHost | None = None) -> ASGIApp:
-    """What the server runs: the app behind the event-stream transport (coalesced writes,
-    stall bound), inside the request ids (every response, every log line) and, when
-    tracing is on, a server span; `connections`, the server's connection budget, is
-    reported in /metrics; `draining` is how the server ends the node's subscriptions
-    before it stops."""
+    """What the server runs: the app inside one layer for request ids (every response,
+    every log line), the header limit, route timing and client disconnects
+    (`request_ids.py`, `pipeline.py`); when tracing is on, a server span; and outermost
+    the event-stream transport (coalesced writes, stall bound), which so gets the
+    server's own `send` and can abort a stalled reader's connection at once;
+    `connections`, the server's connection budget, is reported in /metrics; `draining`
+    is how the server ends the node's subscriptions before it stops."""
     host = host if host is not None else NodeHost(settings)
     metrics = host.metrics
     if connections is not None:
         metrics.registry.register(ConnectionMetrics(connections))
-    return traced(RequestIds(EventStreamTransport(create_app(settings, host, draining),
-                                                  settings.sse_stall_seconds,
-                                                  on_stall=metrics.stalled.inc)))
+    app = RequestIds(create_app(settings, host, draining),
+                     RequestRules(settings.max_header_bytes, metrics))
+    return EventStreamTransport(traced(app), settings.sse_stall_seconds,
+                                on_stall=metrics.stalled.inc)

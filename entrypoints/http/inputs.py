@@ -13,6 +13,7 @@ from typing import Any
 from application.reading import DEFAULT_LIMIT
 from domain.cursor import parse_cursor
 from domain.errors import InvalidLimit, InvalidRecord
+from domain.records import Submitted
 
 MAX_LIMIT_DIGITS = 7
 MAX_JSON_DEPTH = 64
@@ -46,9 +47,14 @@ def page_limit(raw: str | None) -> int:
 def check_record_depth(records: Sequence[Any]) -> None:
     """Refuse (422 `invalid_record`) a record nested deeper than `MAX_JSON_DEPTH`.
 
-    Iterative, so the check itself cannot hit the recursion limit.
+    Iterative, so the check itself cannot hit the recursion limit. A typed record
+    (`Submitted`) is the record object around its payload; only a payload that is an
+    object or an array is walked.
     """
-    pending: list[tuple[Any, int]] = [(record, 1) for record in records]
+    pending: list[tuple[Any, int]] = [
+        (record.payload, 2) if isinstance(record, Submitted) else (record, 1)
+        for record in records
+        if not isinstance(record, Submitted) or isinstance(record.payload, dict | list)]
     while pending:
         value, depth = pending.pop()
         if depth > MAX_JSON_DEPTH + 1:  # +1: the record object around the payload

@@ -32,6 +32,7 @@ from litestar.exceptions import (
     ValidationException,
 )
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
+from litestar.types import Send
 
 from application.ports import (
     NodeDraining,
@@ -230,6 +231,20 @@ def problem_headers(exc: BaseException, status: int) -> dict[str, str]:
     if isinstance(exc, HTTPException) and exc.headers:
         headers.update(exc.headers)
     return headers
+
+
+async def send_problem(send: Send, exc: Exception) -> None:
+    """Answer a refusal made before the request reaches Litestar (pure ASGI): the same
+    problem+json body and headers `problem_response` gives. Only for refusals that are
+    neither logged nor 5xx (`HeadersTooLarge`)."""
+    body = problem_body(exc)
+    encoded = msgspec.json.encode(body)
+    headers = [(b"content-type", PROBLEM_MEDIA_TYPE.encode()),
+               (b"content-length", str(len(encoded)).encode()),
+               *((name.lower().encode(), value.encode())
+                 for name, value in problem_headers(exc, body["status"]).items())]
+    await send({"type": "http.response.start", "status": body["status"], "headers": headers})
+    await send({"type": "http.response.body", "body": encoded, "more_body": False})
 
 
 def problem_response(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:

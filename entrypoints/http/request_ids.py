@@ -6,27 +6,36 @@ Rules:
   no token; anything else (too long, other characters, a JWT) is replaced by a
   fresh uuid4 hex, silently: the client learns the id it got from the response;
 - the id is echoed as `X-Request-ID` on every response the application sends:
-  routes, problems, the 404 of an unknown path, event streams;
+  routes, problems, the 404 of an unknown path, event streams; with it goes
+  `Referrer-Policy: no-referrer` (`referrer.py`), in the same pass over the headers;
 - while the request is handled it is the current `RequestContext`, so every log
   line carries it (`request_context.py`), and a 5xx problem body names it;
-- this wraps the whole application, outside the event-stream transport, so it sees
-  every request. The transport's own refusals (`connections.py`: 503, 431, 408) come
-  before any request exists and carry none.
+- this wraps the whole application (inside the event-stream transport, which must see
+  the server's own `send`), so it sees every request. The transport's own refusals
+  (`connections.py`: 503, 431, 408) come before any request exists and carry none;
+- given `RequestRules`, it also applies the header limit, route timing and the
+  client-disconnect watch (`pipeline.py`): one layer, one `send` wrapper (ADR 0049).
 """
 
 from __future__ import annotations
 
 import re
+import time
 import uuid
 
 from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from entrypoints import tracing
+from entrypoints.http.pipeline import RequestRules
+from entrypoints.http.problems import send_problem
+from entrypoints.http.referrer import HEADER as REFERRER
 from entrypoints.request_context import RequestContext, enter_request, leave_request
 from entrypoints.token_redaction import redact_tokens
 
 HEADER = b"x-request-id"
+OWN_HEADERS = (HEADER, REFERRER[0])
+"""What this layer sets on every response, replacing any value from within."""
 MAX_LENGTH = 128
 _SAFE = re.compile(rf"[A-Za-z0-9._:-]{{1,{MAX_LENGTH}}}")
 
@@ -48,8 +57,12 @@ def _header(scope: Scope, name: bytes) -> bytes | None:
 
 
 class RequestIds:
-    def __init__(self, app: ASGIApp) -> None:
+    """The outermost layer of the application; with `rules`, also the header limit, route
+    timing and client-disconnect watch (`pipeline.py`), in the same call."""
+
+    def __init__(self, app: ASGIApp, rules: RequestRules | None = None) -> None:
         self.app = app
+        self.rules = rules
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != ScopeType.HTTP:
@@ -58,17 +71,27 @@ class RequestIds:
         context = RequestContext(accepted_request_id(_header(scope, HEADER)), scope)
         echoed = (HEADER, context.request_id.encode())
         method = str(scope.get("method", ""))
+        rules = self.rules
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
                 context.responded(message["status"])
+                if rules is not None:
+                    rules.observe(method, context.route, message["status"],
+                                  time.perf_counter() - context.started)
                 tracing.name_server_span(method, context.route)
-                headers = [(k, v) for k, v in message.get("headers", ()) if k.lower() != HEADER]
-                message = {**message, "headers": [*headers, echoed]}
+                headers = [(k, v) for k, v in message.get("headers", ())
+                           if k.lower() not in OWN_HEADERS]
+                message = {**message, "headers": [*headers, echoed, REFERRER]}
             await send(message)
 
         token = enter_request(context)
         try:
-            await self.app(scope, receive, send_with_id)
+            if rules is None:
+                await self.app(scope, receive, send_with_id)
+            elif (refusal := rules.refusal(scope["headers"])) is not None:
+                await send_problem(send_with_id, refusal)
+            else:
+                await self.app(scope, rules.watched(scope["headers"], receive), send_with_id)
         finally:
             leave_request(token)

@@ -26,6 +26,7 @@ from entrypoints.http.handlers import (
     streams,
     viewer,
 )
+from entrypoints.http.handlers.bodies import AppendRequest
 from entrypoints.http.handlers.subscribe import subscribe
 from entrypoints.http.handlers.subscribe_token import mint_subscribe_token
 from entrypoints.http.openapi import RawBodyOperation
@@ -80,7 +81,7 @@ def api_router(settings: Settings, auth: Authenticator,
         get(STREAM, summary="Read a definition and status", tags=["streams"],
             responses={**answers(200, schema=shapes.stream_view()), **problems()})(
             streams.get_stream),
-        post(STREAM + "/records", status_code=201,
+        post(STREAM + "/records", status_code=201, request_class=AppendRequest,
              request_max_body_size=settings.max_append_body_bytes,
              summary="Append records (batch)", tags=["records"],
              responses={**answers(200, 201, schema=shapes.appended()),

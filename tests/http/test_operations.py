@@ -87,6 +87,13 @@ async def test_oversized_headers_are_refused_before_any_work(server: RunnelServe
     async with httpx.AsyncClient(base_url=server.url) as client:
         over_app_limit = await client.get("/healthz", headers={"x-padding": "p" * 9000})
         assert_problem(over_app_limit, 431, "headers_too_large")
+        # Refused before routing: an unknown path, or a body, changes nothing, and the
+        # answer still carries what every response carries.
+        unknown = await client.post("/no-such-path", headers={"x-padding": "p" * 9000},
+                                    json={"records": [{"payload": 1}]})
+        assert assert_problem(unknown, 431, "headers_too_large")["limit"] > 0
+        assert unknown.headers["referrer-policy"] == "no-referrer"
+        assert unknown.headers["x-request-id"]
         # Far beyond it, whichever refuses first (the HTTP parser bounds what it buffers while
         # headers trickle in; the app checks what arrived), the request is never served.
         far_over = await client.get("/healthz", headers={"x-padding": "p" * 40_000})

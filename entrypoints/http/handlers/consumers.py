@@ -7,8 +7,7 @@ from typing import Any
 from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody
 
-from application.service import RunnelService
-from domain.principal import Principal
+from entrypoints.http.callers import Caller
 from entrypoints.http.handlers.bodies import AckBody
 
 
@@ -17,12 +16,12 @@ async def ack(
     stream_id: FromPath[str],
     consumer_id: FromPath[str],
     data: JSONBody[AckBody],
-    principal: NamedDependency[Principal],
-    service: NamedDependency[RunnelService],
+    caller: NamedDependency[Caller],
 ) -> dict[str, Any]:
     """Acks only advance: below the current ack is 409 `ack_regression`, beyond head 400
     `ack_beyond_head`; re-acking the current value is 200. Only declared consumers exist
     (404 `consumer_not_found`); one whose declaration pins principals refuses any other
     (403 `consumer_scope`)."""
-    result = await service.acks.ack(principal, run_id, stream_id, consumer_id, data.sequence)
+    result = await caller.service.acks.ack(caller.principal, run_id, stream_id, consumer_id,
+                                           data.sequence)
     return {"consumer_id": result.consumer_id, "acked": result.acked}

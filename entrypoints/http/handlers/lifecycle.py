@@ -7,19 +7,17 @@ from typing import Any
 from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody
 
-from application.service import RunnelService
-from domain.principal import Principal
+from entrypoints.http.callers import Caller
 from entrypoints.http.handlers.bodies import LegalHoldBody
 
 
 async def close_stream(
     run_id: FromPath[str],
     stream_id: FromPath[str],
-    principal: NamedDependency[Principal],
-    service: NamedDependency[RunnelService],
+    caller: NamedDependency[Caller],
 ) -> dict[str, Any]:
     """Close for appends (idempotent). Readers get `event: end` once they have every record."""
-    head = await service.lifecycle.close(principal, run_id, stream_id)
+    head = await caller.service.lifecycle.close(caller.principal, run_id, stream_id)
     return {"closed": True, "head": head}
 
 
@@ -27,24 +25,22 @@ async def set_legal_hold(
     run_id: FromPath[str],
     stream_id: FromPath[str],
     data: JSONBody[LegalHoldBody],
-    principal: NamedDependency[Principal],
-    service: NamedDependency[RunnelService],
+    caller: NamedDependency[Caller],
 ) -> dict[str, Any]:
     """Place (`held: true`) or lift a legal hold; needs `streams:admin`. While held nothing
     of the stream is pruned or deleted."""
-    held, reason = await service.lifecycle.set_legal_hold(principal, run_id, stream_id,
-                                                          data.held, data.reason)
+    held, reason = await caller.service.lifecycle.set_legal_hold(
+        caller.principal, run_id, stream_id, data.held, data.reason)
     return {"held": held, "reason": reason}
 
 
 async def erase_run(
     run_id: FromPath[str],
-    principal: NamedDependency[Principal],
-    service: NamedDependency[RunnelService],
+    caller: NamedDependency[Caller],
 ) -> dict[str, Any]:
     """Erase the records and object bodies of every stream of the run that is not under legal
     hold; needs `streams:admin`. Afterwards nothing more is stored in the run (410 `run_erased`)."""
-    report = await service.lifecycle.erase_run(principal, run_id)
+    report = await caller.service.lifecycle.erase_run(caller.principal, run_id)
     return {"streams": report.streams, "records_deleted": report.records_deleted,
             "objects_deleted": report.objects_deleted, "held_streams": report.held_streams,
             "elsewhere": [{"stream_id": stream_id, "metadata_home": home}

@@ -8,24 +8,20 @@ from litestar import Response
 from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody, QueryParameter
 
-from application.service import RunnelService
 from application.views import envelope_json
 from domain.canonical_json import Verbatim
 from domain.errors import Backpressure
-from domain.principal import Principal
+from entrypoints.http.callers import Caller
 from entrypoints.http.handlers.bodies import AppendBody
 from entrypoints.http.inputs import check_record_depth, page_limit, read_cursor
 from entrypoints.http.openapi import CursorText, LimitText
-from entrypoints.metrics import Metrics
 
 
 async def append_records(
     run_id: FromPath[str],
     stream_id: FromPath[str],
     data: JSONBody[AppendBody],
-    principal: NamedDependency[Principal],
-    service: NamedDependency[RunnelService],
-    metrics: NamedDependency[Metrics],
+    caller: NamedDependency[Caller],
 ) -> Response[dict[str, Any]]:
     """Append 1–1000 records in one transaction: consecutive sequences for all, or none.
     A record whose `idempotency_key` was used before gets its original sequence and stores
@@ -36,8 +32,10 @@ async def append_records(
     A `best_effort` stream stores nothing: its records go out as live chunks,
     202 `{"accepted": n}`."""
     check_record_depth(data.records)
+    metrics = caller.metrics
     try:
-        result = await service.appender.append(principal, run_id, stream_id, data.records)
+        result = await caller.service.appender.append(caller.principal, run_id, stream_id,
+                                                      data.records)
     except Backpressure:
         metrics.backpressure.inc()
         raise
@@ -53,8 +51,7 @@ async def append_records(
 async def read_records(
     run_id: FromPath[str],
     stream_id: FromPath[str],
-    principal: NamedDependency[Principal],
-    service: NamedDependency[RunnelService],
+    caller: NamedDependency[Caller],
     after: Annotated[CursorText | None, QueryParameter(
         description="Exclusive cursor: records with sequence > after (default 0).")] = None,
     limit: Annotated[LimitText | None, QueryParameter(
@@ -62,8 +59,8 @@ async def read_records(
 ) -> dict[str, Any]:
     """Records above the cursor, ascending and without gaps. 400 `future_cursor` beyond head;
     410 `cursor_pruned` when the record after the cursor was removed by retention."""
-    result = await service.reading.read(principal, run_id, stream_id, read_cursor(after),
-                                        page_limit(limit))
+    result = await caller.service.reading.read(caller.principal, run_id, stream_id,
+                                               read_cursor(after), page_limit(limit))
     page = result.page
     return {
         # Each envelope's bytes as SSE sends them, the payloads' stored text unparsed.

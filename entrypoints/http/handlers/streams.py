@@ -8,9 +8,8 @@ from litestar import Response
 from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody, QueryParameter
 
-from application.service import RunnelService
 from application.views import stream_view
-from domain.principal import Principal
+from entrypoints.http.callers import Caller
 from entrypoints.http.inputs import page_limit
 from entrypoints.http.openapi import Published, definition_request_schema
 
@@ -21,8 +20,7 @@ DefinitionBody = Annotated[dict[str, Any], Published(definition_request_schema()
 async def create_stream(
     run_id: FromPath[str],
     data: JSONBody[DefinitionBody],
-    principal: NamedDependency[Principal],
-    service: NamedDependency[RunnelService],
+    caller: NamedDependency[Caller],
 ) -> Response[dict[str, Any]]:
     """Create a stream in a run. Only `stream_id` and `content_class` are required; every
     other pin gets its default (placement: this node's region). 201 when created; 200 when
@@ -31,15 +29,14 @@ async def create_stream(
     of `[a-z0-9._:-]`; credit pins above this server's ceilings are 422
     `invalid_definition`; a run already holding the server's maximum of streams is 409
     `too_many_streams`."""
-    stream, created = await service.definitions.create(principal, run_id, data)
-    deliveries = await service.dispatcher.counts(stream)
+    stream, created = await caller.service.definitions.create(caller.principal, run_id, data)
+    deliveries = await caller.service.dispatcher.counts(stream)
     return Response(stream_view(stream, deliveries), status_code=201 if created else 200)
 
 
 async def list_streams(
     run_id: FromPath[str],
-    principal: NamedDependency[Principal],
-    service: NamedDependency[RunnelService],
+    caller: NamedDependency[Caller],
     cursor: Annotated[str | None, QueryParameter(
         description="The `next_cursor` of the previous page (streams after that id).")] = None,
     limit: Annotated[str | None, QueryParameter(
@@ -49,20 +46,20 @@ async def list_streams(
     same shape as a single read. `next_cursor` is null on the last page; a page may hold
     fewer than `limit` streams (those the principal may not read are left out) and still
     have a next one."""
-    listing = await service.definitions.list(principal, run_id, cursor, page_limit(limit))
+    listing = await caller.service.definitions.list(caller.principal, run_id, cursor,
+                                                    page_limit(limit))
     return {"run_id": run_id, "streams": [
-        stream_view(stream, await service.dispatcher.counts(stream))
+        stream_view(stream, await caller.service.dispatcher.counts(stream))
         for stream in listing.streams], "next_cursor": listing.next_cursor}
 
 
 async def get_stream(
     run_id: FromPath[str],
     stream_id: FromPath[str],
-    principal: NamedDependency[Principal],
-    service: NamedDependency[RunnelService],
+    caller: NamedDependency[Caller],
 ) -> dict[str, Any]:
     """The definition (every pin, defaults filled) and the stream's status (with, for input
     streams, `pending_inputs`: records not yet handed to the workflow's wait service, and
     `dead_letters`: records whose delivery gave up)."""
-    stream = await service.definitions.get(principal, run_id, stream_id)
-    return stream_view(stream, await service.dispatcher.counts(stream))
+    stream = await caller.service.definitions.get(caller.principal, run_id, stream_id)
+    return stream_view(stream, await caller.service.dispatcher.counts(stream))
