@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from application.access import run_key, stream_for_reading, stream_key
+from application.listing import DEFAULT_LISTING_LIMIT, check_listing_page
 from application.node import NodeSettings
 from application.ports import Clock, StreamStore
 from domain.definition import build_definition
-from domain.errors import DefinitionConflict, InvalidLimit, NotFound
-from domain.identifiers import validate_id
+from domain.errors import DefinitionConflict, NotFound
 from domain.principal import Principal, Scope, may_read
 from domain.residency import (
     ensure_may_serve_metadata_here,
@@ -19,9 +19,6 @@ from domain.residency import (
     may_serve_metadata_here,
 )
 from domain.stream import Stream
-
-DEFAULT_LISTING_LIMIT = 100
-MAX_LISTING_LIMIT = 1000
 
 
 @dataclass(frozen=True)
@@ -72,11 +69,7 @@ class StreamDefinitions:
         (home or replica) are listed; a run none of whose streams may be described here
         is 421 (decided on a first page that holds the whole run)."""
         principal.require_scope(Scope.READ)
-        if not 1 <= limit <= MAX_LISTING_LIMIT:
-            raise InvalidLimit(f"limit must be between 1 and {MAX_LISTING_LIMIT}",
-                               field="limit")
-        if cursor is not None:
-            validate_id(cursor, "cursor")
+        check_listing_page(cursor, limit)
         run = run_key(principal, run_id)
         read = await self._store.list_run(run, cursor, limit + 1)  # one more: is there a next?
         streams, more = read[:limit], len(read) > limit

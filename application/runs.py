@@ -6,10 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from application.definitions import MAX_LISTING_LIMIT
+from application.listing import check_listing_page
 from application.ports import RunSummary, StreamStore
-from domain.errors import InvalidLimit
-from domain.identifiers import validate_id
 from domain.principal import Principal, Scope
 
 
@@ -34,11 +32,7 @@ class RunCatalog:
     async def list(self, principal: Principal, cursor: str | None,
                    limit: int) -> RunListing:
         principal.require_scope(Scope.READ)
-        if not 1 <= limit <= MAX_LISTING_LIMIT:
-            raise InvalidLimit(f"limit must be between 1 and {MAX_LISTING_LIMIT}",
-                               field="limit")
-        if cursor is not None:
-            validate_id(cursor, "cursor")
+        check_listing_page(cursor, limit)
         read = await self._store.list_runs(principal.tenant, cursor, limit + 1)
         runs, more = read[:limit], len(read) > limit
         bound = principal.runs
