@@ -445,14 +445,16 @@ class Stream(Aggregate):
         legal hold.
 
         After erasure nothing more is ever stored, and followers end. A held stream
-        is sealed but keeps its records; erasing it again once the hold is released
-        removes them. Returns True when records were removed.
+        is sealed but keeps its records and its open intents' reservations; erasing it
+        again once the hold is released removes both (even when retention has pruned
+        every record meanwhile). Returns True when something was removed, so the
+        caller removes the records and aborts the intents.
         """
         if self.legal_hold:
             if not self.erased:
                 self.trigger_event(self.Sealed)
             return False
-        if self.erased and self.earliest == self.head + 1:
+        if self.erased and self.earliest == self.head + 1 and not self.reservations:
             return False
         self.trigger_event(self.Erased)
         return True

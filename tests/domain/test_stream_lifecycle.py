@@ -157,6 +157,26 @@ def test_erase_after_the_hold_is_released_removes_the_records() -> None:
     assert target.earliest == 3
 
 
+def test_erase_after_the_hold_releases_what_open_intents_reserved_though_nothing_is_left() -> None:
+    """Found by the stream machine: a held erasure keeps the open intents' reservations;
+    once retention has pruned every record and the hold is released, erasing again must
+    still release them (and tell the caller to abort the intents), or they hold the
+    stream's total bytes for ever."""
+    target = stream()
+    target.reserve_object("o1", 1)
+    append(target, draft(), draft(), draft())
+    prune(target, 3)
+    target.set_legal_hold(True, None)
+    target.erase()
+    assert target.reservations == {"o1": 1}
+    target.set_legal_hold(False, None)
+    assert target.erase() is True
+    assert target.reservations == {} and target.usage.total_bytes == 30
+    target.collect_events()
+    assert target.erase() is False
+    assert target.collect_events() == []
+
+
 def test_an_empty_stream_can_be_erased() -> None:
     target = stream()
     assert target.erase() is True

@@ -265,7 +265,8 @@ class StreamMachine(RuleBasedStateMachine):
             assert removed is False
             self.erased = True
             return
-        assert removed == (not self.erased or self.earliest != self.head + 1)
+        assert removed == (not self.erased or self.earliest != self.head + 1
+                           or bool(self.reserved))
         self.erased = True
         self.earliest = self.head + 1
         self.raise_floor(self.head)
