@@ -24,7 +24,7 @@ from entrypoints.backend import NodeUnready
 from entrypoints.container import NodeHost
 from entrypoints.http.api_docs import api_docs_plugins, api_docs_router
 from entrypoints.http.auth import Authenticator, SubscribeAuthenticator
-from entrypoints.http.callers import caller_provider
+from entrypoints.http.callers import Callers
 from entrypoints.http.connections import ConnectionBudget, ConnectionMetrics
 from entrypoints.http.draining import Draining
 from entrypoints.http.durable_streams import durable_streams_handlers
@@ -35,7 +35,6 @@ from entrypoints.http.problems import problem_response
 from entrypoints.http.request_ids import RequestIds
 from entrypoints.http.routes import api_router, operation_handlers
 from entrypoints.http.sse_transport import EventStreamTransport
-from entrypoints.metrics import Metrics
 from entrypoints.scrape import scrape
 from entrypoints.settings import Settings
 from entrypoints.subscribe_tokens import SubscribeTokens
@@ -63,9 +62,6 @@ def create_app(settings: Settings, host: NodeHost | None = None,
     def provide_service() -> RunnelService:
         return host.node.service
 
-    def provide_metrics() -> Metrics:
-        return metrics
-
     def provide_probe() -> Probe:
         probe = host.node.backend.probe
 
@@ -79,9 +75,6 @@ def create_app(settings: Settings, host: NodeHost | None = None,
     def provide_scrape() -> Scrape:
         return lambda: scrape(metrics, host.node.service, host.node.backend)
 
-    def provide_subscribe_tokens() -> SubscribeTokens:
-        return subscribe_tokens
-
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
         # The second context is entered after the first: the backend is open by then.
@@ -92,18 +85,15 @@ def create_app(settings: Settings, host: NodeHost | None = None,
 
     return Litestar(
         route_handlers=[*operation_handlers(),
-                        api_router(settings, auth, SubscribeAuthenticator(auth, subscribe_tokens)),
+                        api_router(settings, Callers(
+                            auth, SubscribeAuthenticator(auth, subscribe_tokens),
+                            provide_service, metrics, subscribe_tokens)),
                         *durable_streams_handlers(settings, auth, lambda: host.node.service,
                                                   lambda: host.node.backend.facade_catalog,
                                                   lambda: host.node.clock)],
         dependencies={
-            "caller": Provide(caller_provider(auth, provide_service, metrics),
-                              sync_to_thread=False),
-            "service": Provide(provide_service, sync_to_thread=False),
-            "metrics": Provide(provide_metrics, sync_to_thread=False),
             "probe": Provide(provide_probe, sync_to_thread=False),
             "scrape": Provide(provide_scrape, sync_to_thread=False),
-            "subscribe_tokens": Provide(provide_subscribe_tokens, sync_to_thread=False),
         },
         exception_handlers={Exception: problem_response},
         request_max_body_size=settings.max_body_bytes,

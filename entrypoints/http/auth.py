@@ -99,6 +99,13 @@ class Authenticator:
         return principal
 
 
+AccessToken = Annotated[str | None, QueryParameter(
+    description="A subscribe token for this stream (`POST …/subscribe-token`), for clients "
+                "that cannot set headers (EventSource); no other token is accepted here. The "
+                "Authorization header wins.")]
+"""The subscribe route's `?access_token=` parameter."""
+
+
 class SubscribeAuthenticator:
     """The subscribe route's credentials: the Authorization header takes an API token or a
     subscribe token bound to this stream; `?access_token=` takes only the latter."""
@@ -110,12 +117,9 @@ class SubscribeAuthenticator:
     def from_header_or_query(
         self,
         request: Request[Any, Any, Any],
-        access_token: Annotated[str | None, QueryParameter(
-            description="A subscribe token for this stream (`POST …/subscribe-token`), for "
-                        "clients that cannot set headers (EventSource); no other token is "
-                        "accepted here. The Authorization header wins.")] = None,
+        access_token: AccessToken = None,
     ) -> Principal:
-        """Litestar dependency for the subscribe route."""
+        """The subscribe route's principal (its `caller` dependency, `callers.py`)."""
         header = request.headers.get("authorization")
         token = _bearer(header) if header is not None else access_token
         if not token:

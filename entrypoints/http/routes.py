@@ -7,14 +7,13 @@ from http import HTTPStatus
 from typing import Any
 
 from litestar import Router, delete, get, post, put
-from litestar.di import Provide
 from litestar.handlers import HTTPRouteHandler
 from litestar.openapi.datastructures import ResponseSpec
 
 from application.views import API_PREFIX
 from domain.records import OBJECT_MAX_BYTES
 from entrypoints.http import responses as shapes
-from entrypoints.http.auth import Authenticator, SubscribeAuthenticator
+from entrypoints.http.callers import Callers
 from entrypoints.http.handlers import (
     consumers,
     lifecycle,
@@ -61,8 +60,10 @@ def answers(*statuses: int, schema: dict[str, Any]) -> dict[int, ResponseSpec]:
     return {status: spec(schema, status) for status in statuses}
 
 
-def api_router(settings: Settings, auth: Authenticator,
-               subscribe_auth: SubscribeAuthenticator) -> Router:
+def api_router(settings: Settings, callers: Callers) -> Router:
+    """Each route names one dependency, `caller` (ADR 0049): the bearer token's, but for
+    the subscribe route (header or `?access_token=`) and the subscribe-token route (with
+    the minter)."""
     small = settings.max_body_bytes
     handlers: list[HTTPRouteHandler] = [
         post(RUN + "/streams", status_code=201, request_max_body_size=small,
@@ -98,15 +99,14 @@ def api_router(settings: Settings, auth: Authenticator,
             records.read_records),
         get(STREAM + "/subscribe", summary="Follow a stream (Server-Sent Events)",
             tags=["records"], media_type="text/event-stream", middleware=[release_on_exit],
-            dependencies={"principal": Provide(subscribe_auth.from_header_or_query,
-                                               sync_to_thread=False)},
+            dependencies={"caller": callers.subscriber()},
             responses={200: ResponseSpec(
                 data_container=str, media_type="text/event-stream", generate_examples=False,
                 description=shapes.EVENT_STREAM),
                        **problems(410, 429)})(subscribe),
         post(STREAM + "/subscribe-token", status_code=201, request_max_body_size=small,
              summary="Mint a short-lived subscribe token for `?access_token=`",
-             tags=["records"],
+             tags=["records"], dependencies={"caller": callers.minter()},
              responses={**answers(201, schema=shapes.subscribe_token()),
                         **problems(413)})(mint_subscribe_token),
         post(STREAM + "/consumers/{consumer_id:str}/ack", status_code=200,
@@ -127,7 +127,7 @@ def api_router(settings: Settings, auth: Authenticator,
             lifecycle.erase_run),
     ]
     return Router(path=API_PREFIX, route_handlers=handlers, security=SECURITY,
-                  dependencies={"principal": Provide(auth.from_header, sync_to_thread=False)})
+                  dependencies={"caller": callers.bearer()})
 
 
 def object_handlers(settings: Settings) -> list[HTTPRouteHandler]:

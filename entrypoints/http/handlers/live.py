@@ -8,8 +8,7 @@ from litestar import Response
 from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody
 
-from application.service import RunnelService
-from domain.principal import Principal
+from entrypoints.http.callers import Caller
 from entrypoints.http.handlers.bodies import LiveBody
 
 
@@ -17,14 +16,14 @@ async def publish_live(
     run_id: FromPath[str],
     stream_id: FromPath[str],
     data: JSONBody[LiveBody],
-    principal: NamedDependency[Principal],
-    service: NamedDependency[RunnelService],
+    caller: NamedDependency[Caller],
 ) -> Response[dict[str, Any]]:
     """202 `{"accepted": n}`: the chunks went to whoever follows with `?live=true` now.
     Nothing is stored; with no reader they are dropped; a chunk over 7000 serialized
     bytes arrives as `{"_truncated": true, "bytes": N}`. Readers never slow this down.
     Every reader of the stream, on any node, sees `seq` rise; a chunk re-sent with the
     same `source`, `attempt` and explicit `index` carries its first `seq` (ADR 0017)."""
-    accepted = await service.live.publish(principal, run_id, stream_id, data.chunks,
-                                          data.source, data.attempt, data.index)
+    accepted = await caller.service.live.publish(caller.principal, run_id, stream_id,
+                                                 data.chunks, data.source, data.attempt,
+                                                 data.index)
     return Response({"accepted": accepted}, status_code=202)

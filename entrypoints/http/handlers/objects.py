@@ -13,11 +13,10 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, JSONBody
 from litestar.response import Stream
 
-from application.service import RunnelService
 from application.views import API_PREFIX
 from domain.media_type import is_media_type
 from domain.object_intent import ObjectIntent, ObjectPins
-from domain.principal import Principal
+from entrypoints.http.callers import Caller
 from entrypoints.http.handlers.bodies import PrepareObjectBody
 
 
@@ -43,8 +42,7 @@ async def prepare_object(
     run_id: FromPath[str],
     stream_id: FromPath[str],
     data: JSONBody[PrepareObjectBody],
-    principal: NamedDependency[Principal],
-    service: NamedDependency[RunnelService],
+    caller: NamedDependency[Caller],
 ) -> Response[dict[str, Any]]:
     """Pin a body before uploading it. 201 with the intent; the same `idempotency_key` again
     is 200 with the same intent (409 `object_intent_conflict` if it declares another body);
@@ -54,7 +52,8 @@ async def prepare_object(
     or an admin, anyone else gets 403 `not_intent_owner`."""
     pins = ObjectPins(idempotency_key=data.idempotency_key, sha256=data.sha256, size=data.size,
                       content_type=data.content_type, schema=data.schema)
-    intent, created = await service.objects.prepare(principal, run_id, stream_id, pins)
+    intent, created = await caller.service.objects.prepare(caller.principal, run_id, stream_id,
+                                                           pins)
     return Response({"object_id": intent.object_id, "state": intent.state,
                      "upload_url": object_path(intent) + "/body",
                      "expires_at": intent.expires_at.isoformat()},
@@ -66,16 +65,15 @@ async def upload_object(
     stream_id: FromPath[str],
     object_id: FromPath[str],
     request: Request[Any, Any, Any],
-    principal: NamedDependency[Principal],
-    service: NamedDependency[RunnelService],
+    caller: NamedDependency[Caller],
 ) -> dict[str, Any]:
     """Stream the raw body (any content type). It must have exactly the declared size and
     SHA-256: otherwise 422 `size_mismatch` / `digest_mismatch` and nothing is kept; a body
     longer than declared is refused as soon as it overflows. Uploading again is allowed
     until commit. Only the preparing principal or an admin (403 `not_intent_owner`, checked
     before the body is read)."""
-    intent = await service.objects.upload(principal, run_id, stream_id, object_id,
-                                          request.stream())
+    intent = await caller.service.objects.upload(caller.principal, run_id, stream_id,
+                                                 object_id, request.stream())
     return {"state": intent.state}
 
 
@@ -83,13 +81,13 @@ async def commit_object(
     run_id: FromPath[str],
     stream_id: FromPath[str],
     object_id: FromPath[str],
-    principal: NamedDependency[Principal],
-    service: NamedDependency[RunnelService],
+    caller: NamedDependency[Caller],
 ) -> Response[dict[str, Any]]:
     """Append the record referencing the uploaded body: 201 with its sequence; a repeated
     commit is 200 with the same sequence; 409 `object_not_uploaded` before the upload.
     Only the preparing principal or an admin (403 `not_intent_owner`)."""
-    sequence, created = await service.objects.commit(principal, run_id, stream_id, object_id)
+    sequence, created = await caller.service.objects.commit(caller.principal, run_id,
+                                                            stream_id, object_id)
     return Response({"sequence": sequence, "state": "committed"},
                     status_code=201 if created else 200)
 
@@ -98,13 +96,13 @@ async def abort_object(
     run_id: FromPath[str],
     stream_id: FromPath[str],
     object_id: FromPath[str],
-    principal: NamedDependency[Principal],
-    service: NamedDependency[RunnelService],
+    caller: NamedDependency[Caller],
 ) -> dict[str, Any]:
     """Abort a prepared or uploaded intent and remove its body (idempotent); a committed one
     is 409 `object_state_conflict`. Only the preparing principal or an admin (403
     `not_intent_owner`)."""
-    intent = await service.objects.abort(principal, run_id, stream_id, object_id)
+    intent = await caller.service.objects.abort(caller.principal, run_id, stream_id,
+                                                object_id)
     return {"state": intent.state}
 
 
@@ -112,23 +110,23 @@ async def get_object(
     run_id: FromPath[str],
     stream_id: FromPath[str],
     object_id: FromPath[str],
-    principal: NamedDependency[Principal],
-    service: NamedDependency[RunnelService],
+    caller: NamedDependency[Caller],
 ) -> dict[str, Any]:
     """The intent's state and pins (`sequence` once committed); no content."""
-    return object_view(await service.objects.get(principal, run_id, stream_id, object_id))
+    return object_view(await caller.service.objects.get(caller.principal, run_id, stream_id,
+                                                        object_id))
 
 
 async def download_object(
     run_id: FromPath[str],
     stream_id: FromPath[str],
     object_id: FromPath[str],
-    principal: NamedDependency[Principal],
-    service: NamedDependency[RunnelService],
+    caller: NamedDependency[Caller],
 ) -> Stream:
     """Stream a committed body with its pinned content type; 404 before commit or after the
     body was deleted, 403 `egress_denied` where the stream's content may not leave."""
-    intent, chunks = await service.objects.body(principal, run_id, stream_id, object_id)
+    intent, chunks = await caller.service.objects.body(caller.principal, run_id, stream_id,
+                                                       object_id)
     # Checked at prepare since ADR 0025; an intent prepared before keeps its pin, but a
     # value that is not a media type never reaches the header (it would drop the reply).
     media_type = intent.content_type if is_media_type(intent.content_type) else (

@@ -7,15 +7,13 @@ from typing import Annotated, Any
 from litestar.di import NamedDependency
 from litestar.params import FromPath, QueryParameter
 
-from application.service import RunnelService
 from application.views import dead_letter_view, run_view
-from domain.principal import Principal
+from entrypoints.http.callers import Caller
 from entrypoints.http.inputs import page_limit
 
 
 async def list_runs(
-    principal: NamedDependency[Principal],
-    service: NamedDependency[RunnelService],
+    caller: NamedDependency[Caller],
     cursor: Annotated[str | None, QueryParameter(
         description="The `next_cursor` of the previous page (runs after that id).")] = None,
     limit: Annotated[str | None, QueryParameter(
@@ -25,7 +23,7 @@ async def list_runs(
     its stream count and the creation time of its first stream. Erased runs are left out;
     a token bound to runs sees only those (a page may then hold fewer than `limit` and
     still have a next one). `next_cursor` is null on the last page."""
-    listing = await service.runs.list(principal, cursor, page_limit(limit))
+    listing = await caller.service.runs.list(caller.principal, cursor, page_limit(limit))
     return {"runs": [run_view(run) for run in listing.runs],
             "next_cursor": listing.next_cursor}
 
@@ -33,14 +31,13 @@ async def list_runs(
 async def get_deliveries(
     run_id: FromPath[str],
     stream_id: FromPath[str],
-    principal: NamedDependency[Principal],
-    service: NamedDependency[RunnelService],
+    caller: NamedDependency[Caller],
 ) -> dict[str, Any]:
     """An input stream's outbox, read-only: `pending` input records not yet handed to the
     workflow's wait service, and its `dead_letters` (the first 100 by sequence, with their
     attempts and last error; `dead_letter_count` counts them all). An output stream has
     none."""
-    report = await service.deliveries.report(principal, run_id, stream_id)
+    report = await caller.service.deliveries.report(caller.principal, run_id, stream_id)
     return {"run_id": run_id, "stream_id": stream_id, "direction": report.direction,
             "pending": report.pending, "dead_letter_count": report.dead_letter_count,
             "dead_letters": [dead_letter_view(delivery) for delivery in report.dead_letters]}

@@ -10,21 +10,17 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath, HeaderParameter, QueryParameter
 from litestar.response import Stream
 
-from application.service import RunnelService
-from domain.principal import Principal
+from entrypoints.http.callers import Caller
 from entrypoints.http.inputs import subscribe_cursor
 from entrypoints.http.openapi import CursorText
 from entrypoints.http.sse import ReaderLease, encoded_frames, event_stream, register_release
-from entrypoints.metrics import Metrics
 
 
 async def subscribe(
     request: Request[Any, Any, Any],
     run_id: FromPath[str],
     stream_id: FromPath[str],
-    principal: NamedDependency[Principal],
-    service: NamedDependency[RunnelService],
-    metrics: NamedDependency[Metrics],
+    caller: NamedDependency[Caller],
     after: Annotated[CursorText | None, QueryParameter(
         description="Exclusive cursor; wins over Last-Event-ID. Neither means 0.")] = None,
     last_event_id: Annotated[CursorText | None, HeaderParameter(
@@ -41,10 +37,11 @@ async def subscribe(
     subscription expires (resume with a fresh token and `Last-Event-ID: N`).
     A bad, future or pruned cursor is answered as problem+json before the stream starts."""
     cursor = subscribe_cursor(after, last_event_id)
+    principal = caller.principal
     expires_in = (None if principal.expires_at is None
                   else principal.expires_at - time.time())
-    follow = await service.follower.open(principal, run_id, stream_id, cursor, live,
-                                         expires_in)
-    lease = ReaderLease(follow, metrics)
+    follow = await caller.service.follower.open(principal, run_id, stream_id, cursor, live,
+                                                expires_in)
+    lease = ReaderLease(follow, caller.metrics)
     register_release(request.scope, lease.release)
     return event_stream(encoded_frames(follow, lease.release))
