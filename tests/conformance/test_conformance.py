@@ -16,7 +16,9 @@ from tests.http.restart import restartable_server
 from tests.pg import pg_template  # noqa: F401  (fixture)
 
 HERE = Path(__file__).parent
-TARGET = 326
+TARGET = 332
+"""Every test the facade answers (the 6 skipped are the optional subscription APIs): one
+that starts failing is a regression, never noise to tolerate."""
 LONG_POLL_SECONDS = 2
 SUITE_MINUTES = 8
 TENANT = "conformance"

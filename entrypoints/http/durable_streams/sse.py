@@ -44,9 +44,10 @@ async def sse_frames(plan: ReadPlan, after: int) -> AsyncIterator[bytes]:
     while True:
         page = await plan.page(after)
         records = list(page.records)
+        data = b""
         if records:
             body = plan.body(records)
-            yield data_event(body.decode() if text else base64.b64encode(body).decode())
+            data = data_event(body.decode() if text else base64.b64encode(body).decode())
             after = records[-1].sequence
         up_to_date = after >= page.head
         closed = page.closed and up_to_date
@@ -59,7 +60,10 @@ async def sse_frames(plan: ReadPlan, after: int) -> AsyncIterator[bytes]:
                 control["streamCursor"] = plan.cursor()
                 if up_to_date:
                     control["upToDate"] = True
-            yield control_event(control)
+            # A batch and its control event leave as one write: a reader that stops at
+            # the first `event: control` it sees (the text may hold that line as data)
+            # has the real one too.
+            yield data + control_event(control)
             announced = True
         if closed or waited >= RECONNECT_SECONDS:
             return
