@@ -85,12 +85,16 @@ async def rows(connection: asyncpg.Connection) -> dict[str, int]:
 
 
 async def sizes(connection: asyncpg.Connection) -> dict[str, int]:
-    """Bytes of each table with its indexes and TOAST, once vacuumed as autovacuum would
-    (twice: a btree page emptied by one vacuum is recycled by the next)."""
-    for _ in range(2):
-        for table in TABLES:
-            await connection.execute(f"VACUUM {table}")
-    return {table: int(await connection.fetchval("SELECT pg_total_relation_size($1)", table))
+    """Bytes of each table with its TOAST, once vacuumed as autovacuum would.
+
+    Indexes are left out: Postgres recycles an emptied btree page only once no
+    transaction of ANY database on the cluster could still see it (the shared horizon),
+    so their bytes follow what other tests on the cluster are doing, not what upkeep
+    removed. Heap space is reclaimed against this database's horizon alone, and the
+    row counts (asserted exactly) bound the indexes' entries."""
+    for table in TABLES:
+        await connection.execute(f"VACUUM {table}")
+    return {table: int(await connection.fetchval("SELECT pg_table_size($1)", table))
             for table in TABLES}
 
 
