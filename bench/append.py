@@ -38,7 +38,6 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import uvloop
@@ -51,12 +50,11 @@ from adapters.memory.workflow import MemoryWorkflowWaitService
 from adapters.postgres import PostgresAdapters, open_postgres
 from application.node import NodeSettings
 from application.service import RunnelService
+from bench.scratch import create_database, drop_database, dsn_for
 from domain.credit_ceilings import DEFAULT_CEILINGS, CreditCeilings
 from domain.identifiers import StreamKey
 from domain.principal import Principal
 
-ADMIN_DSN = os.environ.get("RUNNEL_BENCH_PG_DSN",
-                           "postgresql://postgres@127.0.0.1:5432/postgres")
 PRODUCER = Principal("bench", "bench", frozenset({"streams:read", "streams:write"}))
 RUN = "bench-run"
 WINDOWS = (1_000, 100_000)
@@ -89,11 +87,6 @@ class Figure:
     @property
     def records_per_second(self) -> float:
         return self.records / self.seconds
-
-
-def dsn_for(database: str) -> str:
-    parts = urlsplit(ADMIN_DSN)
-    return urlunsplit((parts.scheme, parts.netloc, "/" + database, parts.query, parts.fragment))
 
 
 async def timed(name: str, seconds: float, workers: int,
@@ -240,10 +233,7 @@ async def windows(bench: Bench, seconds: float, keep: Callable[[str, Awaitable[F
 
 async def main(seconds: float, rounds: int, commit_connections: int, max_group: int,
                locked: bool, only_window: bool) -> None:
-    database = f"runnel_bench_{uuid.uuid4().hex[:10]}"
-    admin = await asyncpg.connect(ADMIN_DSN)
-    await admin.execute(f'CREATE DATABASE "{database}"')
-    await admin.close()
+    database = await create_database("runnel_bench")
     dsn = dsn_for(database)
     runs: dict[str, list[Figure]] = {}
     ratios: dict[str, list[float]] = {"spread": [], "hot": [], "window": []}
@@ -298,9 +288,7 @@ async def main(seconds: float, rounds: int, commit_connections: int, max_group: 
         finally:
             await adapters.close()
     finally:
-        admin = await asyncpg.connect(ADMIN_DSN)
-        await admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
-        await admin.close()
+        await drop_database(database)
     print(f"Runnel append benchmark: {rounds} rounds of {seconds:g} s per scenario, "
           f"{os.cpu_count()} CPUs, {commit_connections} commit connection(s), "
           f"at most {max_group} units of work per transaction"

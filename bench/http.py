@@ -41,9 +41,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-import asyncpg
 import uvloop
 
 from bench.rawhttp import (
@@ -57,9 +55,9 @@ from bench.rawhttp import (
     send_once,
     wait_listening,
 )
+from bench.scratch import create_database, drop_database, dsn_for
 
 ROOT = Path(__file__).resolve().parent.parent
-ADMIN_DSN = os.environ.get("RUNNEL_BENCH_PG_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
 SECRET = "bench-http-secret-0123456789abcdef0123456789abcdef"
 RECORDS = "/api/workflow-streams/runs/{run}/streams/{stream}/records"
 ECHO_BODY = b'{"appended":[{"seq":1}],"head":1}'
@@ -109,11 +107,6 @@ def process(args: list[str], env: dict[str, str]) -> Iterator[subprocess.Popen[b
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait()
-
-
-def _dsn_for(database: str) -> str:
-    parts = urlsplit(ADMIN_DSN)
-    return urlunsplit((parts.scheme, parts.netloc, "/" + database, parts.query, parts.fragment))
 
 
 def _token() -> str:
@@ -187,14 +180,12 @@ SCENARIOS: list[tuple[str, int, int, int]] = [
 
 
 async def runnel_figures(args: argparse.Namespace, processes: int) -> dict[str, Figure]:
-    database = f"runnel_bench_http_{uuid.uuid4().hex[:8]}"
-    admin = await asyncpg.connect(ADMIN_DSN)
-    await admin.execute(f'CREATE DATABASE "{database}"')
+    database = await create_database("runnel_bench_http")
     port = free_port()
     try:
         with process([sys.executable, "-m", "entrypoints.cli", "serve", "--port", str(port),
                       "--no-workers", "--processes", str(processes)],
-                     {"RUNNEL_DATABASE_URL": _dsn_for(database)}) as child:
+                     {"RUNNEL_DATABASE_URL": dsn_for(database)}) as child:
             await wait_listening(port, child)
             runnel = Runnel(port)
             cpu = ServerCpu(child.pid)
@@ -206,8 +197,7 @@ async def runnel_figures(args: argparse.Namespace, processes: int) -> dict[str, 
                                                          records, args.seconds, cpu))
             return {label: _median(figures) for label, figures in results.items()}
     finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
-        await admin.close()
+        await drop_database(database)
 
 
 PEER_PACKAGE = "@durable-streams/server@0.3.7"

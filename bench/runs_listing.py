@@ -21,7 +21,6 @@ import asyncio
 import statistics
 import sys
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -33,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from adapters.clock import SystemClock
 from adapters.postgres import open_postgres
 from adapters.postgres.store import _LIST_RUNS
-from bench.append import ADMIN_DSN, dsn_for
+from bench.scratch import create_database, drop_database, dsn_for
 from domain.definition import build_definition
 from domain.identifiers import RunKey
 from domain.stream import Stream
@@ -52,10 +51,7 @@ async def timed(calls: int, call: Callable[[], Awaitable[object]]) -> tuple[floa
 
 
 async def main(runs: int, streams: int, calls: int) -> None:
-    database = f"runnel_bench_{uuid.uuid4().hex[:10]}"
-    admin = await asyncpg.connect(ADMIN_DSN)
-    await admin.execute(f'CREATE DATABASE "{database}"')
-    await admin.close()
+    database = await create_database("runnel_bench")
     dsn = dsn_for(database)
     try:
         adapters = await open_postgres(dsn, listen=False, pool_size=20)
@@ -98,9 +94,7 @@ async def main(runs: int, streams: int, calls: int) -> None:
         finally:
             await adapters.close()
     finally:
-        admin = await asyncpg.connect(ADMIN_DSN)
-        await admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
-        await admin.close()
+        await drop_database(database)
 
 
 if __name__ == "__main__":

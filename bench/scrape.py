@@ -18,20 +18,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import time
-import uuid
 from collections.abc import Callable
-
-import asyncpg
 
 from adapters.postgres import open_postgres
 from adapters.postgres.migrations import migrate
+from bench.scratch import create_database, drop_database, dsn_for
 from entrypoints.metrics import Metrics
 from entrypoints.postgres_metrics import PostgresMetrics
-
-ADMIN = os.environ.get("RUNNEL_BENCH_PG_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 _FILL = """
 INSERT INTO streams (id, tenant, run_id, stream_id, definition, snapshot_topic, snapshot,
@@ -50,11 +45,6 @@ _DELIVERIES = """
 INSERT INTO input_deliveries (stream, sequence)
 SELECT id, 1 FROM streams WHERE (hashtext(id::text) % 100) = 0 ON CONFLICT DO NOTHING
 """
-
-
-def dsn_for(database: str) -> str:
-    base, _, _ = ADMIN.rpartition("/")
-    return f"{base}/{database}"
 
 
 def figures(samples: list[float]) -> str:
@@ -79,9 +69,7 @@ async def main() -> None:
     parser.add_argument("--streams", default="0,10000,100000")
     parser.add_argument("--scrapes", type=int, default=50)
     args = parser.parse_args()
-    database = f"runnel_bench_scrape_{uuid.uuid4().hex[:8]}"
-    admin = await asyncpg.connect(ADMIN)
-    await admin.execute(f'CREATE DATABASE "{database}"')
+    database = await create_database("runnel_bench_scrape")
     try:
         dsn = dsn_for(database)
         await migrate(dsn)
@@ -115,8 +103,7 @@ async def main() -> None:
         finally:
             await pg.close()
     finally:
-        await admin.execute(f'DROP DATABASE "{database}" WITH (FORCE)')
-        await admin.close()
+        await drop_database(database)
 
 
 if __name__ == "__main__":
