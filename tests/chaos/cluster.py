@@ -28,7 +28,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import asyncpg
@@ -95,6 +95,17 @@ class Cluster:
               "--no-sync", "-E", "UTF8", "--locale=C"])
         cluster._configure("postgresql.conf")
         return cluster
+
+    @classmethod
+    @contextlib.contextmanager
+    def running(cls) -> Iterator[Cluster]:
+        """A new cluster, started, and destroyed afterwards whatever happened."""
+        cluster = cls.create()
+        try:
+            cluster.start()
+            yield cluster
+        finally:
+            cluster.destroy()
 
     def _configure(self, name: str) -> None:
         with (self.data / name).open("a") as conf:

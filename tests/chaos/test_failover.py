@@ -35,12 +35,8 @@ UPKEEP_LEADER = "runnel-upkeep-leader"
 
 @pytest.fixture
 def primary() -> Iterator[Cluster]:
-    own = Cluster.create()
-    try:
-        own.start()
+    with Cluster.running() as own:
         yield own
-    finally:
-        own.destroy()
 
 
 async def _sessions(dsn: str, name: str) -> int:

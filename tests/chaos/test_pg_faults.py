@@ -36,12 +36,8 @@ pytestmark = [pytest.mark.postgres,
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
-    own = Cluster.create()
-    try:
-        own.start()
+    with Cluster.running() as own:
         yield own
-    finally:
-        own.destroy()
 
 
 @contextlib.asynccontextmanager
