@@ -109,6 +109,34 @@ async def test_deliveries_show_pending_inputs_and_none_for_an_output_stream(
                        "not_found")
 
 
+async def test_deliveries_are_guarded_like_the_stream_they_belong_to(
+        server: RunnelServer) -> None:
+    """Dead letters carry the wait service's error text: only a reader of the stream sees
+    them. A write-only token, a token bound to another run, a principal outside the
+    stream's pinned readers, a stream's subscribe token and no token are all refused."""
+    name = tenant()
+    async with client(server, token(tenant=name)) as api:
+        await create_stream(api, "run", "in", direction="input",
+                            authorization={"readers": ["alice"], "writers": ["alice"]})
+        await append(api, "run", "in", ["approve"])
+        path = "/runs/run/streams/in/deliveries"
+        assert (await api.get(path)).json()["pending"] == 1
+        minted = (await api.post("/runs/run/streams/in/subscribe-token")).json()["token"]
+    refusals = [
+        (token(tenant=name, scopes=("streams:write",)), 403, "forbidden"),
+        (token(tenant=name, runs=("other",)), 404, "not_found"),
+        (token(tenant=name, sub="mallory"), 403, "forbidden"),
+        (minted, 401, "unauthenticated"),
+    ]
+    for secret, status, code in refusals:
+        async with client(server, secret) as caller:
+            assert_problem(await caller.get(path), status, code)
+    async with httpx.AsyncClient(base_url=server.api) as anonymous:
+        assert_problem(await anonymous.get(path), 401, "unauthenticated")
+        assert_problem(await anonymous.get(path, params={"access_token": minted}), 401,
+                       "unauthenticated")
+
+
 async def test_the_status_shows_the_credit_used_out_of_the_unread_ceiling(
         server: RunnelServer, api: httpx.AsyncClient, run_id: str) -> None:
     await create_stream(api, run_id, "gated", consumers=["ui"],
