@@ -31,8 +31,11 @@ Rules:
 - Event streams: a subscription request (`GET …/subscribe`) moves its
   connection out of the request pool (global and per address) into the stream
   pool, capped by `max_streams` (503 `too_many_connections` past it); it goes
-  back when the stream ends. No deadline applies while a response is being
-  sent, so a stream is never cut by them.
+  back when its last subscription has unwound. The next subscription on a
+  kept-alive (or pipelined) connection can start while the last one is still
+  returning: it keeps the connection's slot rather than asking for another.
+  No deadline applies while a response is being sent, so a stream is never
+  cut by them.
 """
 
 from __future__ import annotations
@@ -221,6 +224,9 @@ def bounded_protocol(budget: ConnectionBudget) -> type[HttpToolsProtocol]:
             self.app = app
             self._address = ""
             self._pool: Pool | None = None
+            self._subscriptions = 0
+            """Subscription cycles not yet unwound: the next one on a kept-alive connection
+            may start while the last is still returning, and takes over its slot."""
             self._lingering = False
             self._reading_head = True
             self._head_bytes = 0
@@ -267,15 +273,16 @@ def bounded_protocol(budget: ConnectionBudget) -> type[HttpToolsProtocol]:
                 self._close()
 
         def _enter_stream(self) -> bool:
-            if self._pool != "request":
-                return self._pool is None  # gone already: let the app find out
-            if not budget.enter_stream(self._address):
-                return False
-            self._pool = "stream"
+            if self._pool == "request":
+                if not budget.enter_stream(self._address):
+                    return False
+                self._pool = "stream"
+            self._subscriptions += 1  # in the stream pool already, or gone: the app finds out
             return True
 
         def _leave_stream(self) -> None:
-            if self._pool == "stream":
+            self._subscriptions -= 1
+            if self._pool == "stream" and self._subscriptions == 0:
                 budget.leave_stream(self._address)
                 self._pool = "request"
 

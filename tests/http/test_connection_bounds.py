@@ -317,3 +317,27 @@ def test_a_stream_leaves_the_request_pool_and_comes_back() -> None:
     budget.leave_stream("a")
     assert (budget.requests, budget.streams) == (2, 0)
     assert dict(budget.refused) == {"address": 1, "connections": 1, "streams": 1}
+
+
+async def test_a_kept_alive_connection_subscribes_again_at_once(server_with: Start) -> None:
+    """A connection's next subscription may start before its last one has unwound: on a
+    kept-alive or pipelined connection it is the same slot, never a refusal."""
+    server = server_with({})
+    path = await _stream(server, "subscribe-again")
+    async with httpx.AsyncClient(base_url=server.url, headers=bearer(token()), timeout=15) as api:
+        closed = await api.post(f"{path}/close")
+        assert closed.status_code == 200, closed.text
+    reader, writer = await _open(server)
+    subscribe = (f"GET {path}/subscribe HTTP/1.1\r\nHost: runnel\r\n"
+                 f"Authorization: Bearer {token()}\r\nLast-Event-ID: 0\r\n\r\n").encode()
+    for burst in (1, 3, 1, 3):  # one after the other, then pipelined
+        writer.write(subscribe * burst)
+        for _ in range(burst):
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 15)
+            assert head.startswith(b"HTTP/1.1 200"), head
+            assert b"closed" in await asyncio.wait_for(reader.readuntil(b"0\r\n\r\n"), 15)
+    writer.close()
+    async with httpx.AsyncClient(timeout=10) as client:
+        metrics = (await client.get(server.url + "/metrics")).text
+    assert 'runnel_http_connections_refused_total{cap="streams"} 0.0' in metrics
+    assert 'runnel_http_connections{pool="stream"} 0.0' in metrics
