@@ -17,7 +17,7 @@ from contextlib import asynccontextmanager
 
 from adapters.fs.objects import FilesystemObjectStore
 from adapters.memory.objects import MemoryObjectStore
-from adapters.s3 import S3ObjectStore, S3RegionConfig
+from adapters.s3 import S3Bounds, S3ObjectStore, S3RegionConfig
 from application.ports import ObjectStore
 from entrypoints.settings import Settings
 
@@ -41,5 +41,8 @@ async def open_object_store(settings: Settings) -> AsyncIterator[ObjectStore]:
                                       region_name=config.region_name,
                                       addressing_style=config.addressing_style)
                for region, config in settings.s3_regions.items()}
-    async with S3ObjectStore(regions) as store:
+    bounds = S3Bounds(connect_timeout_seconds=settings.s3_connect_timeout_seconds,
+                      read_timeout_seconds=settings.s3_read_timeout_seconds,
+                      max_attempts=settings.s3_max_attempts)
+    async with S3ObjectStore(regions, bounds=bounds) as store:
         yield store

@@ -236,6 +236,12 @@ class Settings(BaseSettings):
     `storage=memory`, else `fs` under `data_dir/objects`."""
     s3_regions: dict[str, S3RegionSettings] = Field(default_factory=dict)
     """JSON: one bucket per region, `{"eu": {"bucket": "…", "endpoint_url": "…", …}}`."""
+    s3_connect_timeout_seconds: float = Field(5.0, gt=0)
+    """The longest a connection to S3 may take to open, per attempt (ADR 0050)."""
+    s3_read_timeout_seconds: float = Field(15.0, gt=0)
+    """The longest S3 may stay silent on an open connection, per attempt (ADR 0050)."""
+    s3_max_attempts: int = Field(3, ge=1)
+    """Attempts of one S3 call in all; then it is 503 `object_store_unavailable`."""
     object_regions: tuple[str, ...] = ()
     """Regions the `fs`/`memory` store serves (JSON list); empty → the node's own region."""
 

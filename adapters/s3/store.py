@@ -13,7 +13,7 @@ from aiobotocore.session import AioSession, get_session
 from botocore.exceptions import BotoCoreError, ClientError
 
 from adapters.object_verification import verified_chunks
-from adapters.s3.config import S3RegionConfig
+from adapters.s3.config import S3Bounds, S3RegionConfig
 from adapters.s3.upload import (
     DIGEST_METADATA,
     MIN_PART_SIZE,
@@ -38,8 +38,9 @@ def _is_missing(error: ClientError) -> bool:
 
 @contextlib.contextmanager
 def _outage_is_unavailable() -> Iterator[None]:
-    """S3 unreachable (reset, refused, timed out) or failing (5xx) once botocore's retries
-    are spent is an outage, said as such; a refusal (4xx) stays what it is."""
+    """S3 unreachable (reset, refused, timed out), silent past its bounds or failing (5xx)
+    once botocore's retries are spent is an outage, said as such; a refusal (4xx) stays
+    what it is."""
     try:
         yield
     except ClientError as error:
@@ -48,6 +49,8 @@ def _outage_is_unavailable() -> Iterator[None]:
         raise
     except BotoCoreError as error:
         raise ObjectStoreUnavailable(f"S3 did not answer: {type(error).__name__}") from error
+    except TimeoutError as error:  # a call with a body past its deadline (`S3Bounds`)
+        raise ObjectStoreUnavailable("S3 did not answer within the bounds") from error
 
 
 class S3ObjectStore:
@@ -58,14 +61,15 @@ class S3ObjectStore:
     Keys are used exactly as the caller (Runnel) chose them. A body is verified
     while it streams (size and SHA-256, `verified_chunks`); on a mismatch nothing
     is kept: a single put is never sent and a multipart upload is aborted. `stat`
-    reports the size S3 holds and the SHA-256 recorded at upload time. S3 unreachable or
-    failing raises `ObjectStoreUnavailable` (`_outage_is_unavailable`).
+    reports the size S3 holds and the SHA-256 recorded at upload time. S3 unreachable,
+    failing or silent past `bounds` raises `ObjectStoreUnavailable`
+    (`_outage_is_unavailable`).
 
     Lifecycle: `async with S3ObjectStore(...)` or `await start()` … `await close()`;
     one aiobotocore client (and connection pool) per region for the process's life.
     """
 
-    def __init__(self, regions: Mapping[str, S3RegionConfig], *,
+    def __init__(self, regions: Mapping[str, S3RegionConfig], *, bounds: S3Bounds | None = None,
                  session: AioSession | None = None, part_size: int = PART_SIZE) -> None:
         if not regions:
             raise ValueError("an S3 object store needs at least one region")
@@ -77,6 +81,7 @@ class S3ObjectStore:
             # read as present in the other.
             raise ValueError("each region needs its own bucket")
         self._configs = dict(regions)
+        self._bounds = bounds or S3Bounds()
         self._session = session or get_session()
         self._part_size = part_size
         self._clients: dict[str, Any] = {}
@@ -95,7 +100,12 @@ class S3ObjectStore:
                         region_name=config.region_name,
                         aws_access_key_id=config.access_key,
                         aws_secret_access_key=config.secret_key,
-                        config=AioConfig(s3={"addressing_style": config.addressing_style}),
+                        config=AioConfig(
+                            s3={"addressing_style": config.addressing_style},
+                            connect_timeout=self._bounds.connect_timeout_seconds,
+                            read_timeout=self._bounds.read_timeout_seconds,
+                            retries={"mode": "legacy",
+                                     "max_attempts": self._bounds.max_attempts}),
                     ))
         except BaseException:
             self._clients.clear()
@@ -155,9 +165,10 @@ class S3ObjectStore:
                    size: int, sha256: str) -> None:
         # The declared size picks the path; verification bounds the buffer to it.
         if size <= self._part_size:
-            await put_single(client, bucket, key, chunks, sha256)
+            await put_single(client, bucket, key, chunks, sha256, self._bounds)
         else:
-            await put_multipart(client, bucket, key, chunks, sha256, self._part_size)
+            await put_multipart(client, bucket, key, chunks, sha256, self._bounds,
+                                self._part_size)
 
     async def stat(self, region: str, key: str) -> ObjectEvidence | None:
         client, bucket = self._target(region)

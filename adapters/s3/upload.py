@@ -13,15 +13,21 @@ Each request carries its own SHA-256 (`ChecksumAlgorithm="SHA256"` plus the
 value we computed), so a real S3 rejects a part damaged in transit. The object's
 full-body SHA-256 is also stored as the user metadata `sha256`, because a
 multipart object's S3 checksum is a checksum of the part checksums.
+
+A request that carries a body waits at most `S3Bounds.deadline` for its size; past it
+the call raises `TimeoutError` (an outage to the store, ADR 0050).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import hashlib
 from collections.abc import AsyncGenerator, AsyncIterable
 from typing import Any
+
+from adapters.s3.config import S3Bounds
 
 PART_SIZE = 8 * 1024 * 1024
 # S3 refuses a non-final part below 5 MiB.
@@ -49,19 +55,20 @@ async def fixed_parts(chunks: AsyncIterable[bytes],
 
 
 async def put_single(client: Any, bucket: str, key: str, chunks: AsyncIterable[bytes],
-                     sha256: str) -> None:
+                     sha256: str, bounds: S3Bounds) -> None:
     """One `PutObject`; the caller guarantees `chunks` is bounded (verified against a
     declared size no larger than one part)."""
     body = bytearray()
     async for chunk in chunks:
         body += chunk
-    await client.put_object(Bucket=bucket, Key=key, Body=bytes(body),
-                            ChecksumAlgorithm="SHA256", ChecksumSHA256=b64_sha256(sha256),
-                            Metadata={DIGEST_METADATA: sha256})
+    async with asyncio.timeout(bounds.deadline(len(body))):
+        await client.put_object(Bucket=bucket, Key=key, Body=bytes(body),
+                                ChecksumAlgorithm="SHA256", ChecksumSHA256=b64_sha256(sha256),
+                                Metadata={DIGEST_METADATA: sha256})
 
 
 async def put_multipart(client: Any, bucket: str, key: str, chunks: AsyncIterable[bytes],
-                        sha256: str, part_size: int = PART_SIZE) -> None:
+                        sha256: str, bounds: S3Bounds, part_size: int = PART_SIZE) -> None:
     """A multipart upload that is completed only after every chunk was consumed, and
     aborted on any failure (mismatch, transport error, cancellation)."""
     created = await client.create_multipart_upload(Bucket=bucket, Key=key,
@@ -74,14 +81,16 @@ async def put_multipart(client: Any, bucket: str, key: str, chunks: AsyncIterabl
             async for part in pending:
                 number = len(parts) + 1
                 checksum = base64.b64encode(hashlib.sha256(part).digest()).decode("ascii")
-                response = await client.upload_part(Bucket=bucket, Key=key,
-                                                    UploadId=upload_id, PartNumber=number,
-                                                    Body=part, ChecksumAlgorithm="SHA256",
-                                                    ChecksumSHA256=checksum)
+                async with asyncio.timeout(bounds.deadline(len(part))):
+                    response = await client.upload_part(
+                        Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=number,
+                        Body=part, ChecksumAlgorithm="SHA256", ChecksumSHA256=checksum)
                 parts.append({"PartNumber": number, "ETag": response["ETag"],
                               "ChecksumSHA256": checksum})
-        await client.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=upload_id,
-                                               MultipartUpload={"Parts": parts})
+        async with asyncio.timeout(bounds.deadline(0)):  # a small body of its own
+            await client.complete_multipart_upload(Bucket=bucket, Key=key,
+                                                   UploadId=upload_id,
+                                                   MultipartUpload={"Parts": parts})
     except BaseException:
         # The original failure is what the caller must see; if the abort fails too,
         # the bucket's AbortIncompleteMultipartUpload lifecycle rule collects the parts.

@@ -1,6 +1,6 @@
 """The S3 object store against moto's server over HTTP: multipart bodies, nothing
 kept on a mismatch, the checksum stored with the object, one bucket per region, and an
-S3 that fails is unavailable (503), not an error."""
+S3 that fails or hangs is unavailable (503) within its bounds, not an error."""
 
 from __future__ import annotations
 
@@ -15,11 +15,13 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from adapters.s3 import S3ObjectStore, S3RegionConfig
+from adapters.s3 import S3Bounds, S3ObjectStore, S3RegionConfig
 from application.ports import ObjectStoreUnavailable
 from domain.errors import DigestMismatch, SizeMismatch
 from tests.chaos.s3_proxy import FaultRates, S3FaultProxy
 from tests.contracts.object_store_contract import ObjectStoreContract
+from tests.integration.blackhole_proxy import BlackholeProxy
+from tests.integration.support import DEADLINE
 from tests.s3 import MotoS3, moto_s3_server
 
 KEY = "tenant-a/run-1/stream-1/3f0c0b8e-0d7e-4a43-9a55-0f2a4f9c1d10"
@@ -276,14 +278,13 @@ def test_the_secret_key_never_appears_in_a_config_repr() -> None:
 
 @pytest.mark.parametrize("fault", ["reset", "error", "lost_answer"])
 async def test_an_s3_that_fails_past_the_retries_is_unavailable_never_an_error(
-        moto_s3: MotoS3, monkeypatch: pytest.MonkeyPatch, fault: str) -> None:
-    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")  # botocore's retries would only delay it
+        moto_s3: MotoS3, fault: str) -> None:
     bucket = moto_s3.new_bucket()
     proxy = S3FaultProxy(moto_s3.endpoint_url)
     config = dataclasses.replace(moto_s3.region_config(bucket), endpoint_url=proxy.start())
     data = b"a body"
-    try:
-        async with S3ObjectStore({"eu": config}) as store:
+    try:  # one attempt: botocore's retries would only delay it
+        async with S3ObjectStore({"eu": config}, bounds=S3Bounds(max_attempts=1)) as store:
             await store.put("eu", KEY, chunks_of(data), len(data), sha(data))
             proxy.set(FaultRates(**{fault: 1.0}))
             await asyncio.sleep(0.1)  # the proxy's loop takes the rates
@@ -314,3 +315,29 @@ async def test_a_refusal_of_s3_stays_a_refusal(moto_s3: MotoS3) -> None:
             await store.put("eu", KEY, chunks_of(data), len(data), sha(data))
     assert not isinstance(refused.value, ObjectStoreUnavailable)
     assert refused.value.response["Error"]["Code"] == "NoSuchBucket"
+
+
+async def test_a_hung_s3_is_unavailable_within_the_bounds(moto_s3: MotoS3) -> None:
+    """Connections open and silent, new ones accepted and never answered: every call hears
+    `ObjectStoreUnavailable` once its bounds are spent (botocore alone would wait a minute
+    per socket read, five times over), and nothing is lost once S3 answers again."""
+    bucket = moto_s3.new_bucket()
+    proxy = BlackholeProxy(moto_s3.endpoint_url)
+    config = dataclasses.replace(moto_s3.region_config(bucket), endpoint_url=await proxy.start())
+    bounds = S3Bounds(connect_timeout_seconds=1.0, read_timeout_seconds=1.0, max_attempts=2)
+    data = b"a body"
+    try:
+        async with S3ObjectStore({"eu": config}, bounds=bounds) as store:
+            await store.put("eu", KEY, chunks_of(data), len(data), sha(data))
+            proxy.hang()
+            calls = [store.put("eu", "other-key", chunks_of(data), len(data), sha(data)),
+                     store.stat("eu", KEY), anext(aiter(store.open("eu", KEY))),
+                     store.delete("eu", KEY), anext(aiter(store.list_objects("eu")))]
+            for call in calls:  # the deadline only stands in for "never"
+                with pytest.raises(ObjectStoreUnavailable):
+                    await asyncio.wait_for(call, DEADLINE)
+            proxy.admit()
+            evidence = await asyncio.wait_for(store.stat("eu", KEY), DEADLINE)
+            assert evidence is not None and evidence.size == len(data)
+    finally:
+        await proxy.close()
