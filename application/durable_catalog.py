@@ -41,7 +41,9 @@ class FacadeCatalog(Protocol):
 
     `insert` keeps an existing entry and returns it (so two racing PUTs agree on one run);
     `remove` removes the entry (and its producers) only if it still names `run_id`;
-    `forks_of` counts the entries forked from a path."""
+    `forks_of` counts the entries forked from a path; `expired` lists, by (tenant, path)
+    after `after`, at most `limit` entries not deleted whose TTL or Expires-At has passed
+    at `now`, with their tenants (the expiry sweep's pages)."""
 
     async def find(self, tenant: str, path: str) -> FacadeEntry | None: ...
 
@@ -52,6 +54,9 @@ class FacadeCatalog(Protocol):
     async def mark_deleted(self, tenant: str, path: str) -> None: ...
 
     async def forks_of(self, tenant: str, path: str) -> int: ...
+
+    async def expired(self, now: datetime, after: tuple[str, str] | None,
+                      limit: int) -> list[tuple[str, FacadeEntry]]: ...
 
     async def touch(self, tenant: str, path: str, at: datetime) -> None: ...
 

@@ -10,7 +10,8 @@ Rules:
   erases its own run and answers with the winner's;
 - a DELETE erases the run and removes the entry; a stream with forks keeps its entry,
   `deleted`, until its last fork goes (then the removal cascades up the fork chain);
-- an expired entry (TTL or Expires-At) is deleted when it is next looked at;
+- an expired entry (TTL or Expires-At) is deleted when it is next looked at, or by the
+  expiry sweep (`durable_expiry.py`) if it never is;
 - `Stream-Seq` and producer checks are serialised per stream (per producer) in this process.
 """
 
@@ -45,6 +46,8 @@ from domain.producer_fencing import ProducerState, admit
 FACADE_DEFINITION = {"stream_id": FACADE_STREAM, "content_class": "durable_streams.facade"}
 """Every facade stream's Runnel definition: the node's defaults for everything else."""
 RUN_PREFIX = "ds-"
+EXPIRY_SUBJECT = "runnel:facade-expiry"
+"""Who deletes an expired stream for the sweep (as its tenant's admin)."""
 
 
 @dataclass(frozen=True)
@@ -239,6 +242,22 @@ class DurableStreams:
             await self._service.lifecycle.close(principal, entry.run_id, FACADE_STREAM)
         await self.touch(principal, entry)
         return result
+
+    async def expire(self, tenant: str, listed: FacadeEntry) -> bool:
+        """Delete an entry the expiry sweep listed, as a DELETE would, if its path still
+        holds it and it is still expired; False if not (renewed, re-created, deleted
+        meanwhile, or under legal hold)."""
+        entry = await self._catalog.find(tenant, listed.path)
+        if (entry is None or entry.run_id != listed.run_id or entry.deleted
+                or not entry.expired(self._clock.now())):
+            return False
+        upkeep = Principal(sub=EXPIRY_SUBJECT, tenant=tenant,
+                           scopes=frozenset({Scope.ADMIN.value}))
+        try:
+            await self._delete(upkeep, entry)
+        except (PathInUse, NotFound):
+            return False
+        return True
 
     async def delete(self, principal: Principal, path: str) -> None:
         principal.require_scope(Scope.WRITE)

@@ -18,6 +18,8 @@ from dataclasses import dataclass, replace
 
 from adapters.backend import Backend
 from adapters.clock import SystemClock
+from application.durable_expiry import FacadeExpiry
+from application.durable_streams import DurableStreams
 from application.ports import Clock, ObjectStore, WorkflowWaitService
 from application.service import Ports, RunnelService
 from entrypoints.backend import open_backend
@@ -69,6 +71,14 @@ def compose(settings: Settings, metrics: Metrics, backend: Backend, objects: Obj
     return Node(RunnelService.build(ports, settings.node()), backend, clock)
 
 
+def facade_expiry(node: Node) -> FacadeExpiry | None:
+    """The Durable Streams facade's expiry sweep, where the backend keeps its catalog."""
+    catalog = node.backend.facade_catalog
+    if catalog is None:
+        return None
+    return FacadeExpiry(DurableStreams(node.service, catalog, node.clock), catalog, node.clock)
+
+
 @asynccontextmanager
 async def open_node(settings: Settings, metrics: Metrics,
                     adjust: Adjust | None = None) -> AsyncIterator[Node]:
@@ -88,8 +98,8 @@ async def open_node(settings: Settings, metrics: Metrics,
         stack.push_async_callback(node.service.follower.close)
         if settings.workers:
             leadership = backend.leadership() if backend.leadership is not None else None
-            await stack.enter_async_context(background_workers(node.service, settings,
-                                                               leadership, metrics))
+            await stack.enter_async_context(background_workers(
+                node.service, settings, leadership, metrics, facade_expiry(node)))
         yield node
 
 

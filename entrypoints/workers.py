@@ -10,7 +10,7 @@ sweep is logged and retried on the next tick, never fatal; cancelling the loop
 short (claims expire, units of work roll back). Work is claimed through the
 ports (leases and row locks in Postgres), so any number of nodes may run the
 same workers. The sweeps that walk every stream or every body (retention, the
-orphan sweep, storage upkeep) run only in the process that leads its region
+orphan sweep, storage upkeep, the facade's expiry) run only in the process that leads its region
 (`Leadership`, ADR 0032): the others skip them, and take over when the leader dies.
 On a node whose region is fenced (ADR 0016) every sweep that would
 write is refused; the loops keep running, say so once, and resume by themselves
@@ -32,6 +32,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from application.durable_expiry import FacadeExpiry
 from application.ports import Leadership
 from application.service import RunnelService
 from domain.errors import RegionFenced
@@ -78,7 +79,8 @@ def led(leadership: Leadership | None, sweep: Sweep) -> Sweep:
 
 
 def workers(service: RunnelService, settings: Settings, me: str,
-            leadership: Leadership | None = None) -> tuple[Worker, ...]:
+            leadership: Leadership | None = None,
+            expiry: FacadeExpiry | None = None) -> tuple[Worker, ...]:
     tick = settings.sweep_seconds
     regions = settings.object_store_regions()
     loops = [
@@ -99,6 +101,8 @@ def workers(service: RunnelService, settings: Settings, me: str,
 
         loops.append(Worker("storage-upkeep", led(leadership, upkeep), None,
                             settings.maintenance_seconds))
+    if expiry is not None:
+        loops.append(Worker("facade-expiry", led(leadership, expiry.sweep), None, tick))
     return tuple(loops)
 
 
@@ -141,14 +145,16 @@ async def every(worker: Worker, metrics: Metrics) -> None:
 @asynccontextmanager
 async def background_workers(service: RunnelService, settings: Settings,
                              leadership: Leadership | None = None,
-                             metrics: Metrics | None = None) -> AsyncIterator[None]:
+                             metrics: Metrics | None = None,
+                             expiry: FacadeExpiry | None = None) -> AsyncIterator[None]:
     """`leadership`: who runs the region-wide sweeps (None: this process always does);
     closed when the workers stop, which hands the lead on. `metrics`: where the sweeps
-    are measured (the node's; None: nowhere that is scraped)."""
+    are measured (the node's; None: nowhere that is scraped). `expiry`: the Durable
+    Streams facade's expiry sweep, where the backend keeps a facade catalog."""
     me = worker_id()
     measured = metrics if metrics is not None else Metrics()
     tasks = [asyncio.create_task(every(worker, measured), name=worker.name)
-             for worker in workers(service, settings, me, leadership)]
+             for worker in workers(service, settings, me, leadership, expiry)]
     log.info("workers started as %s: %s", me, ", ".join(task.get_name() for task in tasks))
     try:
         yield

@@ -50,6 +50,12 @@ class MemoryFacadeCatalog:
         return sum(1 for (owner, _), entry in self._entries.items()
                    if owner == tenant and entry.forked_from == path)
 
+    async def expired(self, now: datetime, after: tuple[str, str] | None,
+                      limit: int) -> list[tuple[str, FacadeEntry]]:
+        found = [(key, entry) for key, entry in self._entries.items()
+                 if (after is None or key > after) and not entry.deleted and entry.expired(now)]
+        return [(key[0], entry) for key, entry in sorted(found, key=lambda item: item[0])][:limit]
+
     async def set_writer_seq(self, tenant: str, path: str, writer_seq: str) -> None:
         entry = self._entries.get((tenant, path))
         if entry is not None:

@@ -4,7 +4,9 @@ Rules:
 - `insert` is `ON CONFLICT DO NOTHING` then a read: two racing creates of a path agree on
   the one run the first committed;
 - `remove` deletes only the entry that still names the given run (a re-created path is
-  never removed by a stale delete); its producers go in the same statement's transaction.
+  never removed by a stale delete); its producers go in the same statement's transaction;
+- `expired` walks the primary key from the page's cursor, so a sweep over every entry
+  reads each row once, however many pages it takes.
 """
 
 from __future__ import annotations
@@ -30,6 +32,14 @@ _TOUCH = "UPDATE durable_streams SET touched_at = $3 WHERE tenant = $1 AND path 
 _CLOSED_BY = "UPDATE durable_streams SET closed_by = $3 WHERE tenant = $1 AND path = $2"
 _MARK_DELETED = "UPDATE durable_streams SET deleted = true WHERE tenant = $1 AND path = $2"
 _FORKS_OF = "SELECT count(*) FROM durable_streams WHERE tenant = $1 AND forked_from = $2"
+_EXPIRED = f"""
+SELECT tenant, {_COLUMNS} FROM durable_streams
+WHERE (tenant, path) > ($2, $3) AND NOT deleted
+  AND (expires_at <= $1
+       OR touched_at + make_interval(secs => ttl_seconds::double precision) <= $1)
+ORDER BY tenant, path
+LIMIT $4
+"""
 _WRITER_SEQ = "UPDATE durable_streams SET writer_seq = $3 WHERE tenant = $1 AND path = $2"
 _PRODUCER = """SELECT epoch, last_seq FROM durable_stream_producers
 WHERE tenant = $1 AND run_id = $2 AND producer_id = $3"""
@@ -76,6 +86,15 @@ class PostgresFacadeCatalog:
 
     async def forks_of(self, tenant: str, path: str) -> int:
         return int(await self._pool.fetchval(_FORKS_OF, tenant, path))
+
+    async def expired(self, now: datetime, after: tuple[str, str] | None,
+                      limit: int) -> list[tuple[str, FacadeEntry]]:
+        tenant, path = after if after is not None else ("", "")
+        listed = []
+        for row in await self._pool.fetch(_EXPIRED, now, tenant, path, limit):
+            fields = dict(row)
+            listed.append((fields.pop("tenant"), FacadeEntry(**fields)))
+        return listed
 
     async def set_writer_seq(self, tenant: str, path: str, writer_seq: str) -> None:
         await self._pool.execute(_WRITER_SEQ, tenant, path, writer_seq)

@@ -94,3 +94,22 @@ async def test_producer_state_is_per_run_and_producer(catalog: FacadeCatalog) ->
     assert await catalog.producer("t1", "ds-2", "p") == ProducerState(9, 9)
     assert await catalog.producer("t1", "ds-1", "q") is None
     assert await catalog.producer("t2", "ds-1", "p") is None
+
+
+async def test_expired_entries_are_listed_in_pages_across_tenants(catalog: FacadeCatalog) -> None:
+    later = NOW + timedelta(hours=1)
+    await catalog.insert("t1", entry("ttl-out", "ds-1", ttl_seconds=60))
+    await catalog.insert("t1", entry("ttl-touched", "ds-2", ttl_seconds=60))
+    await catalog.touch("t1", "ttl-touched", later - timedelta(seconds=30))
+    await catalog.insert("t1", entry("at-out", "ds-3", expires_at=later))  # expires exactly now
+    await catalog.insert("t1", entry("at-later", "ds-4", expires_at=later + timedelta(days=1)))
+    await catalog.insert("t1", entry("forever", "ds-5"))
+    await catalog.insert("t1", entry("deleted", "ds-6", ttl_seconds=1, deleted=True))
+    await catalog.insert("t2", entry("ttl-out", "ds-7", ttl_seconds=60))
+
+    first = await catalog.expired(later, None, 2)
+    second = await catalog.expired(later, (first[-1][0], first[-1][1].path), 2)
+    assert [(tenant, found.path, found.run_id) for tenant, found in first + second] == [
+        ("t1", "at-out", "ds-3"), ("t1", "ttl-out", "ds-1"), ("t2", "ttl-out", "ds-7")]
+    assert len(second) == 1  # a short page: the pass is over
+    assert await catalog.expired(NOW, None, 10) == []

@@ -55,11 +55,11 @@ class RestartableServer:
 
 
 @contextmanager
-def restartable_server(template: str, data_dir: Path,
-                       env: Mapping[str, str] | None = None) -> Iterator[RestartableServer]:
+def restartable_server(template: str, data_dir: Path, env: Mapping[str, str] | None = None,
+                       workers: bool = False) -> Iterator[RestartableServer]:
     dsn = run_sync(lambda: create_database(template=template, prefix="runnel_restart"))
     try:
-        server = RestartableServer(dsn, data_dir, env or {})
+        server = RestartableServer(dsn, data_dir, env or {}, workers)
         try:
             yield server
         finally:
