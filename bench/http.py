@@ -31,7 +31,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -53,6 +52,7 @@ from bench.rawhttp import (
     measured,
     request,
     send_once,
+    server_process,
     wait_listening,
 )
 from bench.scratch import create_database, drop_database, dsn_for
@@ -96,17 +96,9 @@ ENV = {"RUNNEL_JWT_SECRET": SECRET, "RUNNEL_MAX_CONNECTIONS_PER_ADDRESS": "10000
 
 @contextmanager
 def process(args: list[str], env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
-    child = subprocess.Popen(args, env={**os.environ, **ENV, **env}, cwd=ROOT,
-                             stdout=subprocess.DEVNULL)
-    try:
+    with server_process(args, env={**os.environ, **ENV, **env}, cwd=ROOT,
+                        stdout=subprocess.DEVNULL) as child:
         yield child
-    finally:
-        child.send_signal(signal.SIGTERM)
-        try:
-            child.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
 
 
 def _token() -> str:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import socket
 import statistics
 import subprocess
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,6 +133,23 @@ async def load(port: int, message_for: Callable[[int], bytes], connections: int,
     return Figure(rate=len(ordered) / elapsed,
                   p50_ms=1000 * statistics.median(ordered),
                   p99_ms=1000 * ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))])
+
+
+@contextmanager
+def server_process(args: list[str], stop: signal.Signals = signal.SIGTERM, grace: float = 20.0,
+                   **popen: Any) -> Iterator[subprocess.Popen[bytes]]:
+    """A server for one measurement, sent `stop` however the measurement ends, and killed
+    if it has not exited `grace` seconds later."""
+    child: subprocess.Popen[bytes] = subprocess.Popen(args, **popen)
+    try:
+        yield child
+    finally:
+        child.send_signal(stop)
+        try:
+            child.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
 
 
 async def wait_listening(port: int, process: subprocess.Popen[bytes]) -> None:

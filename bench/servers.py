@@ -23,7 +23,6 @@ import json
 import os
 import signal
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -32,7 +31,15 @@ from typing import Any
 import psutil
 import uvloop
 
-from bench.rawhttp import constant_app, free_port, load, request, send_once, wait_listening
+from bench.rawhttp import (
+    constant_app,
+    free_port,
+    load,
+    request,
+    send_once,
+    server_process,
+    wait_listening,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -122,9 +129,9 @@ async def measure(candidate: str, app_name: str, args: argparse.Namespace
             return None
     port = free_port()
     env = {**os.environ, **ENV}
-    process = subprocess.Popen([sys.executable, "-m", "bench.servers", "--serve", candidate,
-                                "--app", app_name, "--port", str(port)], env=env, cwd=ROOT)
-    try:
+    with server_process([sys.executable, "-m", "bench.servers", "--serve", candidate,
+                         "--app", app_name, "--port", str(port)], signal.SIGINT, 10.0,
+                        env=env, cwd=ROOT) as process:
         await wait_listening(port, process)
         auth = _token()
         if app_name == "append":
@@ -136,13 +143,6 @@ async def measure(candidate: str, app_name: str, args: argparse.Namespace
         rate = (await load(port, lambda _: message, args.connections, args.seconds)).rate
         served = rate * (time.perf_counter() - started)
         return rate, (_cpu_seconds(process.pid) - cpu) * 1000 / served
-    finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 async def main(args: argparse.Namespace) -> None:
