@@ -41,7 +41,9 @@ class FacadeCatalog(Protocol):
 
     `insert` keeps an existing entry and returns it (so two racing PUTs agree on one run);
     `remove` removes the entry (and its producers) only if it still names `run_id`;
-    `forks_of` counts the entries forked from a path; `expired` lists, by (tenant, path)
+    `forks_of` counts the entries forked from a path; `save_producer` and
+    `set_writer_seq` never move a state back (a save that lost a race to a later one keeps
+    the later); `expired` lists, by (tenant, path)
     after `after`, at most `limit` entries not deleted whose TTL or Expires-At has passed
     at `now`, with their tenants (the expiry sweep's pages)."""
 

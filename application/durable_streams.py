@@ -12,7 +12,10 @@ Rules:
   `deleted`, until its last fork goes (then the removal cascades up the fork chain);
 - an expired entry (TTL or Expires-At) is deleted when it is next looked at, or by the
   expiry sweep (`durable_expiry.py`) if it never is;
-- `Stream-Seq` and producer checks are serialised per stream (per producer) in this process.
+- `Stream-Seq` and producer checks are serialised per stream (per producer) in this process;
+  across processes the stored state only moves forward (`FacadeCatalog`), so a save that
+  lost a race never re-admits a fenced epoch or an older `Stream-Seq`. Two processes may
+  still admit two batches of one producer at once; their idempotency keys store each once.
 """
 
 from __future__ import annotations

@@ -58,7 +58,8 @@ class MemoryFacadeCatalog:
 
     async def set_writer_seq(self, tenant: str, path: str, writer_seq: str) -> None:
         entry = self._entries.get((tenant, path))
-        if entry is not None:
+        # Byte order (str order is code point order, which is UTF-8 byte order).
+        if entry is not None and (entry.writer_seq is None or entry.writer_seq < writer_seq):
             self._entries[(tenant, path)] = replace(entry, writer_seq=writer_seq)
 
     async def producer(self, tenant: str, run_id: str,
@@ -67,4 +68,7 @@ class MemoryFacadeCatalog:
 
     async def save_producer(self, tenant: str, run_id: str, producer_id: str,
                             state: ProducerState) -> None:
-        self._producers[(tenant, run_id, producer_id)] = state
+        key = (tenant, run_id, producer_id)
+        kept = self._producers.get(key)
+        if kept is None or (kept.epoch, kept.last_seq) < (state.epoch, state.last_seq):
+            self._producers[key] = state

@@ -5,6 +5,9 @@ Rules:
   the one run the first committed;
 - `remove` deletes only the entry that still names the given run (a re-created path is
   never removed by a stale delete); its producers go in the same statement's transaction;
+- producer state and `writer_seq` only move forward (a conditional write): two processes
+  check and save them apart, and a save that lost the race to a later one must not take
+  the state back (that would admit a fenced epoch again);
 - `expired` walks the primary key from the page's cursor, so a sweep over every entry
   reads each row once, however many pages it takes.
 """
@@ -40,7 +43,8 @@ WHERE (tenant, path) > ($2, $3) AND NOT deleted
 ORDER BY tenant, path
 LIMIT $4
 """
-_WRITER_SEQ = "UPDATE durable_streams SET writer_seq = $3 WHERE tenant = $1 AND path = $2"
+_WRITER_SEQ = """UPDATE durable_streams SET writer_seq = $3 WHERE tenant = $1 AND path = $2
+AND (writer_seq IS NULL OR writer_seq COLLATE "C" < $3 COLLATE "C")"""
 _PRODUCER = """SELECT epoch, last_seq FROM durable_stream_producers
 WHERE tenant = $1 AND run_id = $2 AND producer_id = $3"""
 _SAVE_PRODUCER = """
@@ -48,6 +52,8 @@ INSERT INTO durable_stream_producers (tenant, run_id, producer_id, epoch, last_s
 VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (tenant, run_id, producer_id)
 DO UPDATE SET epoch = EXCLUDED.epoch, last_seq = EXCLUDED.last_seq
+WHERE (durable_stream_producers.epoch, durable_stream_producers.last_seq)
+    < (EXCLUDED.epoch, EXCLUDED.last_seq)
 """
 
 

@@ -113,3 +113,21 @@ async def test_expired_entries_are_listed_in_pages_across_tenants(catalog: Facad
         ("t1", "at-out", "ds-3"), ("t1", "ttl-out", "ds-1"), ("t2", "ttl-out", "ds-7")]
     assert len(second) == 1  # a short page: the pass is over
     assert await catalog.expired(NOW, None, 10) == []
+
+
+async def test_producer_state_and_writer_seq_only_move_forward(catalog: FacadeCatalog) -> None:
+    """Two processes serve one stream: a save that lost the race to a later one (an
+    older epoch's last batch, an older Stream-Seq) must not take the state back, or a
+    fenced producer would be admitted again."""
+    await catalog.save_producer("t1", "ds-1", "p", ProducerState(3, 0))
+    await catalog.save_producer("t1", "ds-1", "p", ProducerState(2, 41))  # the zombie, late
+    assert await catalog.producer("t1", "ds-1", "p") == ProducerState(3, 0)
+    await catalog.save_producer("t1", "ds-1", "p", ProducerState(3, 1))
+    await catalog.save_producer("t1", "ds-1", "p", ProducerState(3, 0))
+    assert await catalog.producer("t1", "ds-1", "p") == ProducerState(3, 1)
+
+    await catalog.insert("t1", entry("s", "ds-1"))
+    for late in ("0010", "0009", "00100", "\u00e9", "z"):  # byte order: "z" < "é"
+        await catalog.set_writer_seq("t1", "s", late)
+    found = await catalog.find("t1", "s")
+    assert found is not None and found.writer_seq == "\u00e9"
