@@ -50,6 +50,7 @@ class _CoalescingBody:
         self._burst = False
         """A frame went out in this loop iteration: the next ones wait for its end."""
         self._flushing: asyncio.Task[None] | None = None
+        self._loop = asyncio.get_running_loop()
         self.stalled = False
 
     async def send(self, message: Message) -> None:
@@ -62,7 +63,7 @@ class _CoalescingBody:
             # The first frame after a quiet spell (a live record, a keepalive) goes out
             # at once, from the reader's own task: no task of its own, and no wait.
             self._burst = True
-            asyncio.get_running_loop().call_soon(self._end_burst)
+            self._loop.call_soon(self._end_burst)
             await self._write(body)
         else:
             self._buffer += body
@@ -73,7 +74,7 @@ class _CoalescingBody:
         """The loop turned: what the burst buffered goes out as one write."""
         self._burst = False
         if self._buffer and (self._flushing is None or self._flushing.done()):
-            self._flushing = asyncio.get_running_loop().create_task(self._flush())
+            self._flushing = self._loop.create_task(self._flush())
 
     async def _settle(self) -> None:
         """Wait for a flush in flight (the slow-client wait) and surface its failure."""
@@ -86,6 +87,10 @@ class _CoalescingBody:
         await self._write(body, more_body)
 
     async def _write(self, body: bytes, more_body: bool = True) -> None:
+        if _takes_at_once(self._send):  # nothing to bound: the write cannot wait
+            await self._send({"type": "http.response.body", "body": body,
+                              "more_body": more_body})
+            return
         try:
             async with asyncio.timeout(self._stall_seconds):
                 await self._send({"type": "http.response.body", "body": body,
@@ -147,6 +152,13 @@ def _is_event_stream(message: Message) -> bool:
         if name.lower() == b"content-type":
             return bool(value.split(b";")[0].strip().lower() == b"text/event-stream")
     return False
+
+
+def _takes_at_once(send: Send) -> bool:
+    """Whether the server's `send` will not wait: uvicorn's waits only while its flow
+    control has writing paused (the client is slow); any other server may always wait."""
+    flow = getattr(getattr(send, "__self__", None), "flow", None)
+    return getattr(flow, "write_paused", True) is False
 
 
 def _abort_transport(send: Send) -> None:

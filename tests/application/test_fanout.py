@@ -1,6 +1,11 @@
-"""The per-process fan-out: a slow reader never blocks a publisher nor loses a record."""
+"""The per-process fan-out: a slow reader never blocks a publisher nor loses a record, and
+a wait ends at its deadline."""
 
-from adapters.fanout import WAKE_QUEUE_LIMIT, FanoutHub
+import asyncio
+import gc
+import weakref
+
+from adapters.fanout import DEADLINE_SLACK, WAKE_QUEUE_LIMIT, FanoutHub
 from adapters.memory.simulation import simulation
 from application.ports import LiveChunk, Wake
 from tests.application.support import ALICE, RUN, append_numbers, key, make_stream, take_records
@@ -49,3 +54,41 @@ async def test_a_slow_follow_still_gets_every_record_after_its_queue_overflowed(
     finally:
         await follow.close()
     assert sim.ports.store.gaps == []
+
+
+async def test_a_wait_ends_at_its_own_deadline_whatever_came_before() -> None:
+    """Waits share one timer while their deadline stays (a follow's keepalive tick): wakes
+    in between neither postpone it nor leave a shorter or longer deadline unserved."""
+    loop = asyncio.get_running_loop()
+    hub = FanoutHub()
+    async with hub.subscribe(key()) as subscription:
+        deadline = loop.time() + 0.3
+        for head in (1, 2):  # chatter before the deadline: each wait ends with its wake
+            loop.call_later(0.05, hub.deliver_wake, Wake(key(), head, False, ()))
+            assert await subscription.next(deadline - loop.time()) == Wake(
+                key(), head, False, ())
+        assert await asyncio.wait_for(subscription.next(deadline - loop.time()), 5) is None
+        assert loop.time() >= deadline - DEADLINE_SLACK
+
+        started = loop.time()  # a shorter deadline than the timer's is served at once
+        loop.call_later(0.01, hub.deliver_wake, Wake(key(), 3, False, ()))
+        assert await subscription.next(10.0) == Wake(key(), 3, False, ())
+        assert await asyncio.wait_for(subscription.next(0.05), 5) is None
+        assert loop.time() - started < 5
+
+        started = loop.time()  # and a longer one is not cut at the old one
+        loop.call_later(0.01, hub.deliver_wake, Wake(key(), 4, False, ()))
+        assert await subscription.next(0.05) == Wake(key(), 4, False, ())
+        assert await subscription.next(0.4) is None
+        assert loop.time() - started >= 0.4 - DEADLINE_SLACK
+
+
+async def test_an_interrupted_wait_ends_at_once_and_a_closed_one_holds_no_timer() -> None:
+    hub = FanoutHub()
+    async with hub.subscribe(key()) as subscription:
+        asyncio.get_running_loop().call_later(0.01, subscription.interrupt)
+        assert await asyncio.wait_for(subscription.next(60.0), 5) is None
+        watched = weakref.ref(subscription)
+    del subscription
+    gc.collect()
+    assert watched() is None  # its 60 s timer would have held it
