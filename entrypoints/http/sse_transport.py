@@ -14,7 +14,9 @@ it touches `text/event-stream` responses only.
   only as fast as the client takes frames, and a reader costs at most one
   buffer of `FLUSH_BYTES` plus one frame plus the socket buffers.
 - Stall bound. A flush that cannot complete within the stall timeout
-  disconnects the reader. It resumes with `Last-Event-ID` and loses nothing: a
+  disconnects the reader. Only a write that can wait is timed: uvicorn's `send`
+  waits only while its flow control has writing paused, and any other server's
+  `send` is always timed. It resumes with `Last-Event-ID` and loses nothing: a
   frame the client did not take was never acknowledged to it. To disconnect at
   once, rather than when the peer drains the socket, the transport is aborted
   when the server exposes it (uvicorn's protocol cycle does); otherwise the
