@@ -13,11 +13,13 @@ Rules (same as the memory outbox):
   other's rows; a dead worker's rows come back when its lease expires;
 - `now` comes from the caller's clock, so leases and backoff follow the
   application's time, not the database's;
-- every claim and every outcome asserts in its own statement that the node's
-  region is not fenced (`fences.py`): a fenced node claims and settles nothing;
-- a re-drive resets only rows that are dead, and records its audit row, in one
-  statement that holds the stream row (`FOR SHARE`) and finds no erasure of its
-  run: it commits before an eraser can lock the stream, or it re-drives nothing.
+- every row a claim or an outcome writes asserts, in the statement that writes it,
+  that the node's region is not fenced (`fences.py`): a fenced node claims and
+  settles nothing;
+- a re-drive resets only rows that are dead and records its audit row in one
+  statement, which re-drives nothing in a run whose erasure it sees; what one that
+  raced an erasure leaves, the erased stream's upkeep removes with the rest
+  (`upkeep.py`).
 """
 
 from __future__ import annotations
@@ -99,17 +101,16 @@ WHERE stream = $1 AND sequence = ANY($2::bigint[]) AND claimed_by = $3 AND NOT d
 """
 
 _REDRIVE = f"""
-WITH held AS (
+WITH live AS (
     SELECT s.id FROM streams AS s
     WHERE s.id = $1 AND NOT EXISTS (SELECT 1 FROM erased_runs AS e
                                     WHERE e.tenant = s.tenant AND e.run_id = s.run_id)
-    FOR SHARE
 ), reset AS (
     UPDATE input_deliveries AS d
     SET dead = false, attempts = 0, last_error = NULL, next_attempt_at = NULL,
         claimed_by = NULL, lease_until = NULL
-    FROM held
-    WHERE d.stream = held.id AND d.sequence = ANY($2::bigint[]) AND d.dead
+    FROM live
+    WHERE d.stream = live.id AND d.sequence = ANY($2::bigint[]) AND d.dead
       AND {assert_unfenced("$5")}
     RETURNING d.sequence
 ), audit AS (

@@ -101,3 +101,18 @@ async def test_two_nodes_dispatching_through_failures_deliver_every_stream_in_or
     assert workflow.out_of_order == []
     for stream in STREAMS:
         assert sorted(set(workflow.published[stream])) == list(range(1, 31))
+
+
+async def test_a_redrive_in_a_run_marked_erased_redrives_and_records_nothing(
+        pg_dsn: str) -> None:  # noqa: F811
+    adapters = await open_postgres(pg_dsn, migrate=False, listen=False)
+    try:
+        await input_streams(adapters, 1, 2)
+        [key, *_] = [d.stream for d in await adapters.outbox.claim("w", NOW, 30.0, 1, "local")]
+        await adapters.outbox.dead_letter(key, 1, "gave up")
+        await adapters.store.mark_run_erased(key.run)  # the eraser has not reached it yet
+        assert await adapters.outbox.redrive(key, [1], "root", NOW) == []
+        assert await adapters.outbox.redrives(key, 10) == []
+        assert [d.sequence for d in await adapters.outbox.dead_letters(key)] == [1]
+    finally:
+        await adapters.close()
