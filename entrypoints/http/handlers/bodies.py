@@ -91,9 +91,12 @@ class RedriveBody(msgspec.Struct, forbid_unknown_fields=True):
     """`sequences`: the dead letters to re-drive (1–1000 sequences); left out, the stream's
     lowest 1000 dead letters."""
 
-    sequences: Annotated[list[Annotated[int, msgspec.Meta(ge=1, le=MAX_SEQUENCE)]],
-                         msgspec.Meta(min_length=1, max_length=MAX_REDRIVE_SEQUENCES)
-                         ] | None = None
+    sequences: Annotated[
+        list[Annotated[int, msgspec.Meta(ge=1, le=MAX_SEQUENCE)]],
+        msgspec.Meta(min_length=1, max_length=MAX_REDRIVE_SEQUENCES),
+        Published({"type": "array", "minItems": 1, "maxItems": MAX_REDRIVE_SEQUENCES,
+                   "items": {"type": "integer", "minimum": 1, "maximum": MAX_SEQUENCE}}),
+    ] | None = None
 
 
 class LiveBody(msgspec.Struct, forbid_unknown_fields=True):
