@@ -73,7 +73,12 @@ UPDATE input_deliveries AS d
 SET claimed_by = $1, lease_until = $2 + make_interval(secs => $3)
 FROM taken, streams AS s
 WHERE d.stream = taken.stream AND d.sequence = taken.sequence AND s.id = d.stream
-  AND NOT d.done AND NOT d.dead AND {assert_unfenced("$6")}
+  AND NOT d.done AND NOT d.dead
+  -- Checked again on the row as it is once locked: another claim may have taken a row
+  -- behind a re-driven head meanwhile.
+  AND (d.next_attempt_at IS NULL OR d.next_attempt_at <= $2)
+  AND (d.lease_until IS NULL OR d.lease_until <= $2)
+  AND {assert_unfenced("$6")}
 RETURNING s.tenant, s.run_id, s.stream_id, d.sequence, d.attempts, d.claimed_by,
           d.last_error, d.dead
 """
