@@ -21,7 +21,7 @@ from domain.residency import ensure_may_write_here
 
 MAX_REDRIVE_SEQUENCES = 1000
 """Sequences one re-drive takes; without a list, the stream's lowest this many dead letters
-(pruned ones included: they are reported, and stay dead)."""
+whose record is retained (those pruned are reported, and stay dead)."""
 
 
 @dataclass(frozen=True)
@@ -59,12 +59,15 @@ class DeadLetterRedrive:
             raise NotAnInputStream("an output stream is not delivered to the workflow: it "
                                    "has no dead letters to re-drive")
         dead = [delivery.sequence for delivery in await self._outbox.dead_letters(key)]
-        asked = (sorted(set(sequences)) if sequences is not None
-                 else dead[:MAX_REDRIVE_SEQUENCES])
-        pruned = tuple(s for s in asked if s < stream.earliest and s in set(dead))
-        retained = [s for s in asked if s >= stream.earliest]
+        if sequences is None:  # pruned ones are reported apart: they never fill the batch
+            retained = [s for s in dead if s >= stream.earliest][:MAX_REDRIVE_SEQUENCES]
+            pruned = tuple(s for s in dead if s < stream.earliest)[:MAX_REDRIVE_SEQUENCES]
+        else:
+            asked, dead_ones = sorted(set(sequences)), set(dead)
+            retained = [s for s in asked if s >= stream.earliest]
+            pruned = tuple(s for s in asked if s < stream.earliest and s in dead_ones)
         redriven = tuple(await self._outbox.redrive(key, retained, principal.sub,
                                                     self._clock.now()))
-        not_dead = tuple(s for s in asked if s not in redriven and s not in pruned)
+        not_dead = tuple(sorted({*retained, *(sequences or ())} - {*redriven, *pruned}))
         remaining = len(await self._outbox.dead_letters(key))
         return RedriveReport(redriven, not_dead, pruned, remaining)
