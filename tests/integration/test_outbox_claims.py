@@ -116,3 +116,28 @@ async def test_a_redrive_in_a_run_marked_erased_redrives_and_records_nothing(
         assert [d.sequence for d in await adapters.outbox.dead_letters(key)] == [1]
     finally:
         await adapters.close()
+
+
+async def test_a_redrive_racing_claims_on_two_nodes_hands_each_row_out_once(
+        pg_dsn: str) -> None:  # noqa: F811
+    processes = [await open_postgres(pg_dsn, migrate=False, listen=False) for _ in range(2)]
+    try:
+        await input_streams(processes[0], 1, 3)
+        first = await processes[0].outbox.claim("w", NOW, 30.0, 100, "local")
+        for stream in {d.stream for d in first}:
+            await processes[0].outbox.dead_letter(stream, 1, "gave up")
+            await processes[0].outbox.release(stream, [2, 3], "w")
+        keys = sorted({d.stream for d in first})
+        redrives, *claims = await asyncio.gather(
+            asyncio.gather(*(processes[1].outbox.redrive(key, [1], "root", NOW) for key in keys)),
+            *(processes[n % 2].outbox.claim(f"racer-{n}", NOW, 30.0, 100, "local")
+              for n in range(6)))
+        late = await processes[0].outbox.claim("late", NOW, 30.0, 100, "local")
+    finally:
+        for adapters in processes:
+            await adapters.close()
+    assert list(redrives) == [[1]] * len(keys)
+    claimed = [(d.stream, d.sequence) for claim in [*claims, late] for d in claim]
+    assert len(claimed) == len(set(claimed))  # no row handed out twice
+    for key in keys:  # and none left behind: the re-driven 1 is claimable at once
+        assert sorted(sequence for stream, sequence in claimed if stream == key) == [1, 2, 3]
