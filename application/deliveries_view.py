@@ -1,5 +1,6 @@
 """Use case: an input stream's deliveries, read-only (ADR 0046): how many input records are
-still pending and which ones dead-lettered, with their attempts and last error."""
+still pending, which ones dead-lettered, with their attempts and last error, and who
+re-drove which dead letters when (ADR 0057)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ from dataclasses import dataclass
 
 from application.access import stream_for_reading, stream_key
 from application.node import NodeSettings
-from application.ports import Delivery, DeliveryOutbox, StreamStore
+from application.ports import Delivery, DeliveryOutbox, DeliveryRedrive, StreamStore
 from domain.principal import Principal
 
 MAX_DEAD_LETTERS_SHOWN = 100
 """Dead letters listed (the lowest sequences); `dead_letter_count` counts them all."""
+MAX_REDRIVES_SHOWN = 20
+"""Re-drives listed, the latest first (ADR 0057)."""
 
 
 @dataclass(frozen=True)
@@ -22,6 +25,8 @@ class DeliveryReport:
     dead_letters: Sequence[Delivery]
     """At most `MAX_DEAD_LETTERS_SHOWN`, ascending by sequence."""
     dead_letter_count: int
+    redrives: Sequence[DeliveryRedrive] = ()
+    """At most `MAX_REDRIVES_SHOWN`, newest first: who put which dead letters back, when."""
 
 
 class DeliveryInspection:
@@ -42,4 +47,5 @@ class DeliveryInspection:
             return DeliveryReport(direction, 0, (), 0)
         dead = await self._outbox.dead_letters(key)
         return DeliveryReport(direction, await self._outbox.pending_count(key),
-                              list(dead[:MAX_DEAD_LETTERS_SHOWN]), len(dead))
+                              list(dead[:MAX_DEAD_LETTERS_SHOWN]), len(dead),
+                              await self._outbox.redrives(key, MAX_REDRIVES_SHOWN))

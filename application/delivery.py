@@ -1,15 +1,19 @@
 """Use case: deliver input records to the workflow through its wait service.
 
 At-least-once with a stable event id; the event and its id both carry the tenant
-(ADR 0022). Retries back off exponentially; after the pinned number of attempts a
-row is dead-lettered and stays visible. With no wait service configured nothing is
-claimed: every row stays pending (and counted) until a node with one takes it
-(ADR 0014).
+(ADR 0022). Each stream is delivered in sequence order (ADR 0057): the publish of a
+record starts only once the publish of every earlier pending record of its stream
+has returned, so a failed record holds back the records behind it, in its stream
+only. Retries back off exponentially; after the pinned number of attempts a row is
+dead-lettered, stays visible, and no longer holds its stream back (an operator
+re-drives it). With no wait service configured nothing is claimed: every row stays
+pending (and counted) until a node with one takes it (ADR 0014).
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
+from enum import Enum
 
 from application.node import NodeSettings
 from application.ports import (
@@ -21,7 +25,7 @@ from application.ports import (
     WorkflowWaitService,
 )
 from application.views import DeliveryCounts, record_envelope
-from domain.identifiers import input_event_id
+from domain.identifiers import StreamKey, input_event_id
 from domain.stream import Stream
 
 MAX_BACKOFF_SECONDS = 300.0
@@ -29,6 +33,14 @@ MAX_BACKOFF_SECONDS = 300.0
 
 def backoff_seconds(attempts: int) -> float:
     return float(min(MAX_BACKOFF_SECONDS, 2 ** max(0, attempts - 1)))
+
+
+class _Outcome(Enum):
+    DELIVERED = "delivered"
+    DEAD = "dead"
+    """Given up: the stream's line goes on without it."""
+    RETRYING = "retrying"
+    """Backing off: the rest of its stream waits for it."""
 
 
 class InputDispatcher:
@@ -62,18 +74,28 @@ class InputDispatcher:
         claimed = await self._outbox.claim(worker, self._clock.now(),
                                            self._node.delivery_lease_seconds, limit,
                                            self._node.region)
-        delivered = 0
+        lines: dict[StreamKey, list[Delivery]] = {}
         for delivery in claimed:
-            if await self._deliver(self._wait_service, delivery):
-                delivered += 1
+            lines.setdefault(delivery.stream, []).append(delivery)
+        delivered = 0
+        for key, line in lines.items():
+            for place, delivery in enumerate(line):
+                outcome = await self._deliver(self._wait_service, delivery)
+                if outcome is _Outcome.DELIVERED:
+                    delivered += 1
+                elif outcome is _Outcome.RETRYING:
+                    behind = [later.sequence for later in line[place + 1:]]
+                    await self._outbox.release(key, behind, worker)
+                    break
         return delivered
 
-    async def _deliver(self, wait_service: WorkflowWaitService, delivery: Delivery) -> bool:
+    async def _deliver(self, wait_service: WorkflowWaitService,
+                       delivery: Delivery) -> _Outcome:
         key, sequence = delivery.stream, delivery.sequence
         page = await self._reader.read_page(key, sequence - 1, 1)
         if not page.records or page.records[0].sequence != sequence:
             await self._outbox.dead_letter(key, sequence, "record is no longer retained")
-            return False
+            return _Outcome.DEAD
         event = InputEvent(input_event_id(key, sequence), key.tenant, key.run_id,
                            key.stream_id, sequence,
                            record_envelope(page.records[0], key.run_id, key.stream_id))
@@ -84,9 +106,9 @@ class InputDispatcher:
             message = f"{type(error).__name__}: {error}"[:500]
             if attempts >= self._node.delivery_max_attempts:
                 await self._outbox.dead_letter(key, sequence, message)
-            else:
-                next_at = self._clock.now() + timedelta(seconds=backoff_seconds(attempts))
-                await self._outbox.retry(key, sequence, message, next_at)
-            return False
+                return _Outcome.DEAD
+            next_at = self._clock.now() + timedelta(seconds=backoff_seconds(attempts))
+            await self._outbox.retry(key, sequence, message, next_at)
+            return _Outcome.RETRYING
         await self._outbox.complete(key, sequence)
-        return True
+        return _Outcome.DELIVERED

@@ -169,6 +169,15 @@ class Delivery:
 
 
 @dataclass(frozen=True)
+class DeliveryRedrive:
+    """An operator put dead letters of an input stream back in line: who, when, which."""
+
+    by: str
+    at: datetime
+    sequences: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class BodyDeletion:
     """An object body queued for deletion through the deletion outbox, with its claim.
 
@@ -496,11 +505,20 @@ class RevokedTokens(Protocol):
 class DeliveryOutbox(Protocol):
     """Input-delivery rows, claimed with a lease so a dead worker's rows are taken over.
     A row is pending until it is completed or dead-lettered (claimed and retrying rows
-    are still pending)."""
+    are still pending).
+
+    Each stream is one line, in sequence order: its head is its lowest pending row, and
+    a claim takes rows of a stream only from its head on, so no row is handed out while
+    an earlier one of its stream is pending (backing off, or leased to any worker). A
+    dead letter leaves the line (it no longer holds back the rows behind it); a re-drive
+    puts it back, at its own sequence, so it is the next one delivered there."""
 
     async def claim(self, worker: str, now: datetime, lease_seconds: float,
                     limit: int, home: str) -> Sequence[Delivery]:
-        """Due rows of streams homed in `home` only: a node acts on its region's streams."""
+        """Due rows of streams homed in `home` only (a node acts on its region's streams):
+        of each stream, its head if it is due and unleased, with the pending rows right
+        behind it up to the first that is not. Sorted by stream then sequence; with more
+        rows than `limit`, every stream's head goes before any stream's second row."""
         ...
 
     async def complete(self, key: StreamKey, sequence: int) -> None: ...
@@ -508,9 +526,26 @@ class DeliveryOutbox(Protocol):
     async def retry(self, key: StreamKey, sequence: int, error: str,
                     next_attempt_at: datetime) -> None: ...
 
+    async def release(self, key: StreamKey, sequences: Sequence[int], worker: str) -> None:
+        """Hand back unattempted rows `worker` claimed (those behind one that is backing
+        off): no attempt counts, and they are claimable again at once."""
+        ...
+
     async def dead_letter(self, key: StreamKey, sequence: int, error: str) -> None: ...
 
     async def dead_letters(self, key: StreamKey) -> Sequence[Delivery]: ...
+
+    async def redrive(self, key: StreamKey, sequences: Sequence[int], by: str,
+                      at: datetime) -> Sequence[int]:
+        """Put those of `sequences` that are dead letters of `key` back in line, pending
+        and due with no attempt spent, and record one `DeliveryRedrive` of them (none when
+        no sequence was a dead letter). Returns them, ascending. Atomic: a sequence is
+        re-driven once however many re-drives race."""
+        ...
+
+    async def redrives(self, key: StreamKey, limit: int) -> Sequence[DeliveryRedrive]:
+        """The latest `limit` re-drives of `key`, newest first."""
+        ...
 
     async def pending_count(self, key: StreamKey | None = None) -> int:
         """Pending rows of `key`, or of every stream when `key` is None."""

@@ -32,6 +32,7 @@ from application.ports import (
 )
 from application.reading import RecordReading
 from application.reaping import IntentReaper
+from application.redrive import DeadLetterRedrive
 from application.retention import RetentionPruner
 from application.runs import RunCatalog
 from application.subscription_slots import SubscriptionSlots
@@ -76,6 +77,7 @@ class RunnelService:
     orphans: OrphanSweeper
     runs: RunCatalog
     deliveries: DeliveryInspection
+    redrive: DeadLetterRedrive
     maintenance: StorageMaintenance | None = None
     """None when the ports have no `upkeep`."""
 
@@ -102,6 +104,7 @@ class RunnelService:
             orphans=OrphanSweeper(ports.store, ports.objects, ports.clock, node),
             runs=RunCatalog(ports.store),
             deliveries=DeliveryInspection(ports.store, ports.outbox, node),
+            redrive=DeadLetterRedrive(ports.store, ports.outbox, ports.clock, node),
             maintenance=(StorageMaintenance(ports.upkeep, ports.clock, node.region, node.upkeep)
                          if ports.upkeep is not None else None),
         )

@@ -6,7 +6,7 @@ import base64
 from dataclasses import dataclass
 from typing import Any
 
-from application.ports import Delivery, RunSummary, StoredRecord
+from application.ports import Delivery, DeliveryRedrive, RunSummary, StoredRecord
 from domain.canonical_json import Verbatim, wire_json
 from domain.stream import Stream
 
@@ -86,3 +86,8 @@ def run_view(run: RunSummary) -> dict[str, Any]:
 def dead_letter_view(delivery: Delivery) -> dict[str, Any]:
     return {"sequence": delivery.sequence, "attempts": delivery.attempts,
             "last_error": delivery.last_error}
+
+
+def redrive_view(redrive: DeliveryRedrive) -> dict[str, Any]:
+    return {"by": redrive.by, "at": redrive.at.isoformat(),
+            "sequences": list(redrive.sequences)}

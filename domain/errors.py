@@ -191,3 +191,10 @@ class NotIntentOwner(Forbidden):
     or abort it (its authorization receipt)."""
 
     code = "not_intent_owner"
+
+
+class NotAnInputStream(DomainError):
+    """Only an input stream's records are delivered to the workflow: an output stream has no
+    deliveries to re-drive."""
+
+    code = "not_an_input_stream"

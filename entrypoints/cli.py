@@ -430,6 +430,10 @@ def build_parser() -> argparse.ArgumentParser:
     tail.add_argument("--token", default=os.environ.get("RUNNEL_TOKEN"),
                       help="bearer token (default: $RUNNEL_TOKEN)")
     tail.set_defaults(handler=_tail)
+
+    from entrypoints.deliveries_command import add_deliveries_command
+
+    add_deliveries_command(commands)
     return parser
 
 

@@ -16,6 +16,7 @@ from prometheus_client import Counter
 from application.ports import (
     Delivery,
     DeliveryOutbox,
+    DeliveryRedrive,
     GapEvidence,
     InputEvent,
     LiveChunk,
@@ -153,12 +154,22 @@ class CountingDeliveryOutbox:
                     next_attempt_at: datetime) -> None:
         await self._inner.retry(key, sequence, error, next_attempt_at)
 
+    async def release(self, key: StreamKey, sequences: Sequence[int], worker: str) -> None:
+        await self._inner.release(key, sequences, worker)
+
     async def dead_letter(self, key: StreamKey, sequence: int, error: str) -> None:
         await self._inner.dead_letter(key, sequence, error)
         self._metrics.dead_letters.inc()
 
     async def dead_letters(self, key: StreamKey) -> Sequence[Delivery]:
         return await self._inner.dead_letters(key)
+
+    async def redrive(self, key: StreamKey, sequences: Sequence[int], by: str,
+                      at: datetime) -> Sequence[int]:
+        return await self._inner.redrive(key, sequences, by, at)
+
+    async def redrives(self, key: StreamKey, limit: int) -> Sequence[DeliveryRedrive]:
+        return await self._inner.redrives(key, limit)
 
     async def pending_count(self, key: StreamKey | None = None) -> int:
         return await self._inner.pending_count(key)

@@ -5,11 +5,12 @@ committing transaction."""
 from __future__ import annotations
 
 import itertools
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from application.ports import BodyDeletion, Delivery
+from application.ports import BodyDeletion, Delivery, DeliveryRedrive
 from domain.identifiers import StreamKey
 
 
@@ -28,6 +29,7 @@ class MemoryDeliveryOutbox:
 
     def __init__(self) -> None:
         self._rows: dict[tuple[StreamKey, int], _OutboxRow] = {}
+        self._redrives: dict[StreamKey, list[DeliveryRedrive]] = defaultdict(list)
 
     def enqueue(self, key: StreamKey, sequences: Sequence[int], home: str,
                 at: datetime | None = None) -> None:
@@ -48,6 +50,8 @@ class MemoryDeliveryOutbox:
                       and row.created_at <= before)][:max(0, limit)]
         for where in doomed:
             del self._rows[where]
+        if stream is not None and len(doomed) < max(0, limit):
+            self._redrives.pop(stream, None)  # erased: its audit goes with its rows
         return len(doomed)
 
     def rows_of(self, key: StreamKey) -> int:
@@ -56,21 +60,23 @@ class MemoryDeliveryOutbox:
 
     async def claim(self, worker: str, now: datetime, lease_seconds: float,
                     limit: int, home: str) -> Sequence[Delivery]:
-        claimed: list[Delivery] = []
-        for row in sorted(self._rows.values(), key=lambda r: (r.delivery.stream,
-                                                                r.delivery.sequence)):
-            if len(claimed) >= limit:
-                break
-            if row.done or row.delivery.dead or row.home != home:
-                continue
-            if row.next_attempt_at is not None and row.next_attempt_at > now:
-                continue
-            if row.lease_until is not None and row.lease_until > now:
-                continue
+        lines: dict[StreamKey, list[_OutboxRow]] = defaultdict(list)
+        for (stream, _), row in sorted(self._rows.items()):
+            if row.home == home and not row.done and not row.delivery.dead:
+                lines[stream].append(row)
+        takeable: list[list[_OutboxRow]] = []
+        for line in lines.values():
+            open_rows = list(itertools.takewhile(lambda row: _claimable(row, now), line))
+            if open_rows:
+                takeable.append(open_rows)
+        # Every stream's head before any stream's second row, and so on.
+        taken = sorted(((place, row) for line in takeable for place, row in enumerate(line)),
+                       key=lambda item: (item[0], item[1].delivery.stream))[:max(0, limit)]
+        for _, row in taken:
             row.lease_until = now + timedelta(seconds=lease_seconds)
             row.delivery = replace(row.delivery, claimed_by=worker)
-            claimed.append(row.delivery)
-        return claimed
+        return sorted((row.delivery for _, row in taken),
+                      key=lambda delivery: (delivery.stream, delivery.sequence))
 
     async def complete(self, key: StreamKey, sequence: int) -> None:
         self._rows[(key, sequence)].done = True
@@ -83,6 +89,13 @@ class MemoryDeliveryOutbox:
         row.next_attempt_at = next_attempt_at
         row.lease_until = None
 
+    async def release(self, key: StreamKey, sequences: Sequence[int], worker: str) -> None:
+        for sequence in sequences:
+            row = self._rows.get((key, sequence))
+            if row is not None and not row.done and row.delivery.claimed_by == worker:
+                row.delivery = replace(row.delivery, claimed_by=None)
+                row.lease_until = None
+
     async def dead_letter(self, key: StreamKey, sequence: int, error: str) -> None:
         row = self._rows[(key, sequence)]
         row.delivery = replace(row.delivery, attempts=row.delivery.attempts + 1,
@@ -93,12 +106,34 @@ class MemoryDeliveryOutbox:
         return [row.delivery for (k, _), row in sorted(self._rows.items()) if k == key
                 and row.delivery.dead]
 
+    async def redrive(self, key: StreamKey, sequences: Sequence[int], by: str,
+                      at: datetime) -> Sequence[int]:
+        redriven: list[int] = []
+        for sequence in sorted(set(sequences)):
+            row = self._rows.get((key, sequence))
+            if row is None or not row.delivery.dead:
+                continue
+            row.delivery = Delivery(key, sequence, 0)
+            row.next_attempt_at = row.lease_until = None
+            redriven.append(sequence)
+        if redriven:
+            self._redrives[key].append(DeliveryRedrive(by, at, tuple(redriven)))
+        return redriven
+
+    async def redrives(self, key: StreamKey, limit: int) -> Sequence[DeliveryRedrive]:
+        return list(reversed(self._redrives.get(key, [])))[:max(0, limit)]
+
     def pending(self) -> int:
         return sum(1 for row in self._rows.values() if not row.done and not row.delivery.dead)
 
     async def pending_count(self, key: StreamKey | None = None) -> int:
         return sum(1 for (k, _), row in self._rows.items() if key in (None, k)
                    and not row.done and not row.delivery.dead)
+
+
+def _claimable(row: _OutboxRow, now: datetime) -> bool:
+    return ((row.next_attempt_at is None or row.next_attempt_at <= now)
+            and (row.lease_until is None or row.lease_until <= now))
 
 
 @dataclass

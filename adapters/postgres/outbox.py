@@ -3,13 +3,23 @@
 Rules (same as the memory outbox):
 - a row is claimable when it is neither done nor dead, its next attempt is due
   and no live lease covers it; claiming sets `claimed_by` and `lease_until`;
-- `FOR UPDATE SKIP LOCKED` lets several workers claim at once without waiting
-  on or double-claiming each other's rows; a dead worker's rows come back when
-  its lease expires;
+- each stream is a line (ADR 0057): a claim takes a stream's rows only by taking
+  its head (its lowest row neither done nor dead) with `FOR UPDATE SKIP LOCKED`,
+  then the claimable rows right behind it; a worker that skips a locked head takes
+  nothing of that stream, and once the head is leased no claim passes it. Rows
+  done stay done, so a head read from an older snapshot is never behind the real
+  one; only a re-driven dead letter can come back below a line that is out;
+- several workers claim at once without waiting on or double-claiming each
+  other's rows; a dead worker's rows come back when its lease expires;
 - `now` comes from the caller's clock, so leases and backoff follow the
   application's time, not the database's;
-- every claim and every outcome asserts in its own statement that the node's
-  region is not fenced (`fences.py`): a fenced node claims and settles nothing.
+- every row a claim or an outcome writes asserts, in the statement that writes it,
+  that the node's region is not fenced (`fences.py`): a fenced node claims and
+  settles nothing;
+- a re-drive resets only rows that are dead and records its audit row in one
+  statement, which re-drives nothing in a run whose erasure it sees; what one that
+  raced an erasure leaves, the erased stream's upkeep removes with the rest
+  (`upkeep.py`).
 """
 
 from __future__ import annotations
@@ -22,24 +32,52 @@ import asyncpg
 
 from adapters.postgres.fences import assert_unfenced, refused_when_fenced
 from adapters.postgres.ids import stream_id
-from application.ports import Delivery
+from application.ports import Delivery, DeliveryRedrive
 from domain.identifiers import StreamKey
 
 _CLAIM = f"""
-WITH due AS (
-    SELECT d.stream, d.sequence FROM input_deliveries AS d
+WITH RECURSIVE lines AS (
+    -- Each stream's head, one index probe per stream with pending rows.
+    (SELECT stream, sequence FROM input_deliveries WHERE NOT done AND NOT dead
+     ORDER BY stream, sequence LIMIT 1)
+    UNION ALL
+    SELECT n.stream, n.sequence FROM lines AS l CROSS JOIN LATERAL (
+        SELECT stream, sequence FROM input_deliveries
+        WHERE NOT done AND NOT dead AND stream > l.stream
+        ORDER BY stream, sequence LIMIT 1) AS n
+), heads AS MATERIALIZED (
+    SELECT d.stream, d.sequence, s.tenant, s.run_id, s.stream_id
+    FROM lines JOIN input_deliveries AS d USING (stream, sequence)
     JOIN streams AS s ON s.id = d.stream
     WHERE NOT d.done AND NOT d.dead AND s.definition->'placement'->>'metadata_home' = $5
       AND (d.next_attempt_at IS NULL OR d.next_attempt_at <= $2)
       AND (d.lease_until IS NULL OR d.lease_until <= $2)
-    ORDER BY s.tenant, s.run_id, s.stream_id, d.sequence
+    ORDER BY s.tenant, s.run_id, s.stream_id
     LIMIT $4
     FOR UPDATE OF d SKIP LOCKED
+), line AS (
+    SELECT h.tenant, h.run_id, h.stream_id, r.stream, r.sequence,
+           row_number() OVER w AS place,
+           bool_and((r.next_attempt_at IS NULL OR r.next_attempt_at <= $2)
+                    AND (r.lease_until IS NULL OR r.lease_until <= $2)) OVER w AS open
+    FROM heads AS h CROSS JOIN LATERAL (
+        SELECT stream, sequence, next_attempt_at, lease_until FROM input_deliveries
+        WHERE stream = h.stream AND sequence >= h.sequence AND NOT done AND NOT dead
+        ORDER BY sequence LIMIT $4) AS r
+    WINDOW w AS (PARTITION BY r.stream ORDER BY r.sequence)
+), taken AS (
+    SELECT stream, sequence FROM line WHERE open
+    ORDER BY place, tenant, run_id, stream_id LIMIT $4
 )
 UPDATE input_deliveries AS d
 SET claimed_by = $1, lease_until = $2 + make_interval(secs => $3)
-FROM due, streams AS s
-WHERE d.stream = due.stream AND d.sequence = due.sequence AND s.id = d.stream
+FROM taken, streams AS s
+WHERE d.stream = taken.stream AND d.sequence = taken.sequence AND s.id = d.stream
+  AND NOT d.done AND NOT d.dead
+  -- Checked again on the row as it is once locked: another claim may have taken a row
+  -- behind a re-driven head meanwhile.
+  AND (d.next_attempt_at IS NULL OR d.next_attempt_at <= $2)
+  AND (d.lease_until IS NULL OR d.lease_until <= $2)
   AND {assert_unfenced("$6")}
 RETURNING s.tenant, s.run_id, s.stream_id, d.sequence, d.attempts, d.claimed_by,
           d.last_error, d.dead
@@ -59,6 +97,37 @@ _DEAD_LETTER = f"""
 UPDATE input_deliveries
 SET attempts = attempts + 1, last_error = $3, dead = true, claimed_by = NULL, lease_until = NULL
 WHERE stream = $1 AND sequence = $2 AND {assert_unfenced("$4")}
+"""
+
+_RELEASE = f"""
+UPDATE input_deliveries SET claimed_by = NULL, lease_until = NULL
+WHERE stream = $1 AND sequence = ANY($2::bigint[]) AND claimed_by = $3 AND NOT done
+  AND {assert_unfenced("$4")}
+"""
+
+_REDRIVE = f"""
+WITH live AS (
+    SELECT s.id FROM streams AS s
+    WHERE s.id = $1 AND NOT EXISTS (SELECT 1 FROM erased_runs AS e
+                                    WHERE e.tenant = s.tenant AND e.run_id = s.run_id)
+), reset AS (
+    UPDATE input_deliveries AS d
+    SET dead = false, attempts = 0, last_error = NULL, next_attempt_at = NULL,
+        claimed_by = NULL, lease_until = NULL
+    FROM live
+    WHERE d.stream = live.id AND d.sequence = ANY($2::bigint[]) AND d.dead
+      AND {assert_unfenced("$5")}
+    RETURNING d.sequence
+), audit AS (
+    INSERT INTO delivery_redrives (stream, redriven_by, redriven_at, sequences)
+    SELECT $1, $3, $4, array_agg(sequence ORDER BY sequence) FROM reset HAVING count(*) > 0
+)
+SELECT sequence FROM reset ORDER BY sequence
+"""
+
+_REDRIVES = """
+SELECT redriven_by, redriven_at, sequences FROM delivery_redrives
+WHERE stream = $1 ORDER BY id DESC LIMIT $2
 """
 
 _DEAD_LETTERS = """
@@ -108,6 +177,26 @@ class PostgresDeliveryOutbox:
         with refused_when_fenced(self._region):
             await self._pool.execute(_DEAD_LETTER, stream_id(key), sequence, error,
                                      self._region)
+
+    async def release(self, key: StreamKey, sequences: Sequence[int], worker: str) -> None:
+        if sequences:
+            with refused_when_fenced(self._region):
+                await self._pool.execute(_RELEASE, stream_id(key), list(sequences), worker,
+                                         self._region)
+
+    async def redrive(self, key: StreamKey, sequences: Sequence[int], by: str,
+                      at: datetime) -> Sequence[int]:
+        if not sequences:
+            return []
+        with refused_when_fenced(self._region):
+            rows = await self._pool.fetch(_REDRIVE, stream_id(key), sorted(set(sequences)),
+                                          by, at, self._region)
+        return [row["sequence"] for row in rows]
+
+    async def redrives(self, key: StreamKey, limit: int) -> Sequence[DeliveryRedrive]:
+        rows = await self._pool.fetch(_REDRIVES, stream_id(key), max(0, limit))
+        return [DeliveryRedrive(row["redriven_by"], row["redriven_at"], tuple(row["sequences"]))
+                for row in rows]
 
     async def dead_letters(self, key: StreamKey) -> Sequence[Delivery]:
         rows = await self._pool.fetch(_DEAD_LETTERS, stream_id(key))

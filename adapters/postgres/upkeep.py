@@ -142,12 +142,14 @@ _ERASED_REST = "WITH" + ",".join([
     _erased_rows("records", "sequence"),
     _erased_rows("consumers", "consumer_id"),
     _erased_rows("input_deliveries", "sequence"),
+    _erased_rows("delivery_redrives", "id"),
     _erased_rows("gap_evidence", "id"),
     _erased_rows("object_intents", "id"),
 ]) + """
 SELECT (SELECT count(*) FROM append_receipts_gone) AS receipts,
        (SELECT count(*) FROM records_gone) + (SELECT count(*) FROM consumers_gone)
            + (SELECT count(*) FROM input_deliveries_gone)
+           + (SELECT count(*) FROM delivery_redrives_gone)
            + (SELECT count(*) FROM gap_evidence_gone)
            + (SELECT count(*) FROM object_intents_gone) AS others
 """

@@ -110,6 +110,7 @@ DOMAIN_STATUSES: dict[type[e.DomainError], int] = {
     e.TooManyStreams: 409,
     e.AckRegression: 409,
     e.StreamHeld: 409,
+    e.NotAnInputStream: 409,
     e.ObjectNotUploaded: 409,
     e.ObjectStateConflict: 409,
     e.ObjectIntentConflict: 409,

@@ -155,9 +155,20 @@ def run_list() -> JsonSchema:
     return shape({"runs": {"type": "array", "items": run}, "next_cursor": NULLABLE_TEXT})
 
 
+SEQUENCES: JsonSchema = {"type": "array", "items": INTEGER}
+
+
 def deliveries() -> JsonSchema:
     dead = shape({"sequence": INTEGER, "attempts": INTEGER, "last_error": NULLABLE_TEXT})
+    redrive = shape({"by": TEXT, "at": TIME, "sequences": SEQUENCES})
     return shape({"run_id": ID_FIELDS["run_id"], "stream_id": ID_FIELDS["stream_id"],
                   "direction": {"enum": ["input", "output"]}, "pending": INTEGER,
                   "dead_letter_count": INTEGER,
-                  "dead_letters": {"type": "array", "items": dead}})
+                  "dead_letters": {"type": "array", "items": dead},
+                  "redrives": {"type": "array", "items": redrive}})
+
+
+def redriven() -> JsonSchema:
+    return shape({"run_id": ID_FIELDS["run_id"], "stream_id": ID_FIELDS["stream_id"],
+                  "redriven": SEQUENCES, "not_dead": SEQUENCES, "not_retained": SEQUENCES,
+                  "dead_letter_count": INTEGER})

@@ -16,6 +16,7 @@ from entrypoints.http import responses as shapes
 from entrypoints.http.callers import Callers
 from entrypoints.http.handlers import (
     consumers,
+    deliveries,
     lifecycle,
     live,
     objects,
@@ -75,10 +76,15 @@ def api_router(settings: Settings, callers: Callers) -> Router:
             streams.list_streams),
         get("/runs", summary="List the tenant's runs", tags=["runs"],
             responses={**answers(200, schema=shapes.run_list()), **problems()})(runs.list_runs),
-        get(STREAM + "/deliveries", summary="Read an input stream's pending deliveries and "
-            "dead letters", tags=["streams"],
+        get(STREAM + "/deliveries", summary="Read an input stream's pending deliveries, "
+            "dead letters and re-drives", tags=["streams"],
             responses={**answers(200, schema=shapes.deliveries()), **problems()})(
-            runs.get_deliveries),
+            deliveries.get_deliveries),
+        post(STREAM + "/deliveries/redrive", status_code=200, request_max_body_size=small,
+             summary="Re-drive an input stream's dead letters", tags=["streams"],
+             responses={**answers(200, schema=shapes.redriven()),
+                        **problems(409, 410, 413, 421, 503)})(
+            deliveries.redrive_dead_letters),
         get(STREAM, summary="Read a definition and status", tags=["streams"],
             responses={**answers(200, schema=shapes.stream_view()), **problems()})(
             streams.get_stream),

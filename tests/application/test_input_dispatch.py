@@ -115,3 +115,27 @@ async def test_without_a_wait_service_input_records_stay_pending_and_unclaimed()
     claimed = await sim.ports.outbox.claim("later", sim.ports.clock.now(), 30.0, 100, "local")
     assert [(d.sequence, d.attempts, d.last_error) for d in claimed] == [
         (1, 0, None), (2, 0, None), (3, 0, None)]
+
+
+async def test_a_failed_record_holds_back_the_records_behind_it_in_its_stream_only() -> None:
+    sim = await input_stream(records=3)
+    await make_stream(sim, "t", direction="input")
+    await append_numbers(sim, 1, 2, stream_id="t")
+    clock = fake_clock(sim)
+    sim.workflow.fail_next(1)  # "s" is delivered first: its sequence 1 fails once
+    assert await sim.service.dispatcher.dispatch_once("w") == 2
+    assert [(e.stream_id, e.sequence) for e in sim.workflow.events] == [("t", 1), ("t", 2)]
+    assert await sim.service.dispatcher.dispatch_once("w") == 0  # 1 is backing off: 2 waits
+    clock.advance(backoff_seconds(1))
+    assert await sim.service.dispatcher.dispatch_once("w") == 3
+    assert [e.sequence for e in sim.workflow.events if e.stream_id == "s"] == [1, 2, 3]
+
+
+async def test_a_stream_whose_head_is_leased_by_another_worker_is_not_claimed_behind_it() -> None:
+    sim = await input_stream(records=3)
+    clock = fake_clock(sim)
+    [head] = await sim.ports.outbox.claim("other-worker", clock.now(), 30.0, 1, "local")
+    assert head.sequence == 1
+    assert await sim.ports.outbox.claim("w", clock.now(), 30.0, 100, "local") == []
+    assert await sim.service.dispatcher.dispatch_once("w") == 0
+    assert sim.workflow.events == []

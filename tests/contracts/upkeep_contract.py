@@ -129,6 +129,8 @@ class UpkeepContract:
         await append(storage, key, [{"payload": 1, "idempotency_key": "k1"}], deliveries=True)
         await append(storage, other, [{"payload": 1, "idempotency_key": "k1"}])
         await storage.gaps.record_gap(key, 1, 3)
+        await storage.outbox.dead_letter(key, 1, "gave up")
+        assert await storage.outbox.redrive(key, [1], "root", PAST) == [1]
         async with storage.store.lock(key) as session:
             intent = new_intent(key)
             session.save_intent(intent)
@@ -143,6 +145,7 @@ class UpkeepContract:
         assert await upkeep.events(key) == 0
         assert await receipts(storage, key, "k1") == {}
         assert await upkeep.delivery_rows(key) == 0
+        assert await storage.outbox.redrives(key, 10) == []  # who re-drove goes too
         assert await storage.gaps.recorded(key) == []
         assert await storage.store.load_intent(key, intent.object_id) is None
         erased = await storage.store.load(key)

@@ -51,11 +51,16 @@ class Cluster:
         self._tokens: dict[Who, str] = {}
         self._hosts: list[NodeHost] = []
         self._clients: dict[str, httpx.AsyncClient] = {}
+        self.workflow = MemoryWorkflowWaitService()
+        """What the nodes' dispatchers published (`fresh()` gives each example its own)."""
         self._apps: dict[str, Any] = {}
         """Called as plain ASGI apps (Litestar's own scope types are stricter than ASGI)."""
         for region in REGIONS:
+            # eu's dispatcher dead-letters an input record on its first failure; us's backs
+            # off (a second) and tries again: the model sees dead letters and retries.
             settings = Settings(storage="memory", jwt_secret=SecretStr(JWT_SECRET),
-                                workers=False, region=region, object_regions=REGIONS)
+                                workers=False, region=region, object_regions=REGIONS,
+                                delivery_max_attempts=1 if region == "eu" else 3)
             host = NodeHost(settings)
             self._hosts.append(host)
             app: Any = create_app(settings, host)
@@ -70,10 +75,19 @@ class Cluster:
         assert isinstance(backend.bus, MemoryWakeBus)
         self.bus, self._check = backend.bus, check
         objects = MemoryObjectStore(REGIONS)
+        self.workflow = MemoryWorkflowWaitService()
         for host in self._hosts:
             host.attach(compose(host.settings, host.metrics, backend, objects,
-                                MemoryWorkflowWaitService(), SystemClock()))
+                                self.workflow, SystemClock()))
         return self
+
+    def dispatch(self, region: str, failures: int) -> int:
+        """One pass of `region`'s input dispatcher, its first `failures` publishes failing."""
+        self.workflow.fail_next(failures)
+        [host] = [host for host in self._hosts if host.settings.region == region]
+        delivered = self.run(host.node.service.dispatcher.dispatch_once(f"{region}-w", 3))
+        self.workflow.fail_next(0)
+        return delivered
 
     def run(self, step: Coroutine[Any, Any, T]) -> T:
         return self.loop.run_until_complete(step)

@@ -4,11 +4,14 @@ A Hypothesis state machine drives two nodes (`eu`, `us`) over one in-memory back
 (`model_cluster.Cluster`) with two tenants, principals of different scopes and run
 bindings, streams with random pins (readers/writers, a `/user/email` mask, placement,
 credit, declared consumers in both forms), and random creates, appends, reads, acks,
-closes, holds, erasures, live chunks (observed by a real `?live=true` subscription) and
-object steps. A plain model predicts every status; invariants are checked on every
+closes, holds, erasures, live chunks (observed by a real `?live=true` subscription),
+object steps, input dispatch through a wait service that fails at random, and re-drives
+of dead letters. A plain model predicts every status; invariants are checked on every
 response (no 5xx, no foreign tenant's marker, no masked secret) and after every step on
 the streams the step touched (declared consumers only, acks only advance, erased streams
-gain nothing, sequences dense, state as modelled).
+gain nothing, sequences dense, state as modelled, each input stream published in
+sequence order but for what was re-driven, every input record published, pending or
+dead-lettered).
 """
 
 from __future__ import annotations
@@ -21,7 +24,13 @@ from typing import Any
 import httpx
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from domain.identifiers import StreamKey
 from tests.http.model_cluster import REGIONS, Cluster, Who, sse_events
@@ -48,6 +57,7 @@ PINS = st.fixed_dictionaries({
     "policy": st.sampled_from(["reject", "block"]),
     "consumers": st.sampled_from([[], ["ui"], ["ui", "ux"],
                                   [{"id": "ui", "principals": ["alice"]}, "ux"]]),
+    "direction": st.sampled_from(["input", "output"]),
 })
 PICK = st.integers(0, 11)
 AWAY = st.sampled_from([False, False, False, True])
@@ -64,7 +74,7 @@ def definition(stream_id: str, p: dict[str, Any]) -> dict[str, Any]:
             "placement": {"metadata_home": p["home"], "object_regions": [p["home"]],
                           "client_egress_regions": egress, "log_region": p["home"]},
             "authorization": {"readers": p["readers"], "writers": p["writers"]},
-            "consumers": p["consumers"]}
+            "consumers": p["consumers"], "direction": p["direction"]}
 
 
 @dataclass
@@ -92,6 +102,8 @@ class Model:
     closed: bool = False
     held: bool = False
     erased: bool = False
+    redriven: set[int] = field(default_factory=set)
+    """Input records an operator re-drove: delivered later than the line behind them."""
 
     def __post_init__(self) -> None:
         self.acks = {self.consumer_id(c): 0 for c in self.pins["consumers"]}
@@ -232,8 +244,11 @@ class ApiModel(RuleBasedStateMachine):
             self.streams[key] = Model(pins)
 
     @rule(pick=PICK, sub=st.sampled_from(["alice", "carol", "dave", "bob"]), away=AWAY,
-          count=st.integers(1, 2), keys=st.sampled_from([None, "k1", "k2", "object"]))
-    def append(self, pick: int, sub: str, away: bool, count: int, keys: str | None) -> None:
+          count=st.integers(1, 2), keys=st.sampled_from([None, "k1", "k2", "object"]),
+          failures=st.sampled_from([1, None, 0, 2]))
+    def append(self, pick: int, sub: str, away: bool, count: int, keys: str | None,
+               failures: int | None) -> None:
+        """Then, unless `failures` is None, the workers run (see `dispatch`)."""
         key = self.key_of(pick)
         model = self.streams.get(key)
         masked = bool(model and model.pins["mask"])
@@ -265,6 +280,8 @@ class ApiModel(RuleBasedStateMachine):
         sequences = [receipts[k] if k in receipts else next(stored) for k in names]
         assert response.json()["sequences"] == sequences, f"append answered {response.json()}"
         receipts.update({k: q for k, q in zip(names, sequences, strict=True) if k})
+        if failures is not None:
+            self.dispatch(failures)
 
     @rule(pick=PICK, sub=st.sampled_from(["alice", "bob", "carol", "dave", "ops", "audit"]),
           node=st.sampled_from(REGIONS))
@@ -429,6 +446,34 @@ class ApiModel(RuleBasedStateMachine):
             for obj in model.objects.values():
                 obj.state = "aborted" if obj.state in ("prepared", "uploaded") else obj.state
 
+    def inputs_to_deliver(self) -> bool:
+        return any(m.pins["direction"] == "input" and m.head for m in self.streams.values())
+
+    @precondition(inputs_to_deliver)
+    @rule(failures=st.sampled_from([1, 0, 2]))
+    def dispatch(self, failures: int) -> None:
+        """A pass of each node's dispatcher, the first `failures` publishes of each failing."""
+        for node in REGIONS:
+            self.cluster.dispatch(node, failures)
+        self.touched.update(k for k, m in self.streams.items() if m.pins["direction"] == "input")
+
+    @rule(pick=PICK, sub=st.sampled_from(["ops", "ops", "alice", "bob"]), away=AWAY,
+          sequences=st.sampled_from([None, [1], [1, 2, 9]]))
+    def redrive(self, pick: int, sub: str, away: bool, sequences: list[int] | None) -> None:
+        key = self.key_of(pick)
+        model = self.streams.get(key)
+        response = self.call(key, sub, away, "POST", "/deliveries/redrive",
+                             {} if sequences is None else {"sequences": sequences})
+        refusals = [(model is None or bound_out(sub, key[1]), 404), (not has(sub, ADMIN), 403)]
+        if model is not None:
+            refusals += [(away, 421), (model.erased, 410),
+                         (model.pins["direction"] == "output", 409)]
+        expect(response, verdict({200}, *refusals), f"redrive {sequences} {key} by {sub}")
+        if model is not None and response.status_code == 200:
+            redriven = response.json()["redriven"]
+            assert set(redriven) <= set(range(1, model.head + 1)), f"redrove {redriven}"
+            model.redriven.update(redriven)
+
     @rule(pick=PICK, reader=st.sampled_from(["alice", "bob", "audit"]))
     def live_chunk(self, pick: int, reader: str) -> None:
         """A reader follows with `?live=true`, a writer publishes a chunk and closes."""
@@ -558,6 +603,28 @@ class ApiModel(RuleBasedStateMachine):
         assert (page["earliest"], page["head"]) == (model.earliest, model.head), page
         assert sequences == list(range(model.earliest, model.head + 1)), (
             f"sequences not dense: {sequences}")
+        if model.pins["direction"] == "input":
+            self.check_deliveries(key, model)
+
+    def check_deliveries(self, key: Key, model: Model) -> None:
+        published = [event.sequence for event in self.cluster.workflow.events
+                     if (event.tenant, event.run_id, event.stream_id) == key]
+        assert len(published) == len(set(published)), f"published twice: {published}"
+        in_line = [sequence for sequence in published if sequence not in model.redriven]
+        assert in_line == sorted(in_line), f"{key} published out of order: {published}"
+        response = self.cluster.call(model.pins["home"], (key[0], "audit"), "GET",
+                                     f"/runs/{key[1]}/streams/{key[2]}/deliveries")
+        expect(response, {200}, f"deliveries of {key}")
+        view = response.json()
+        assert len(published) + view["pending"] + view["dead_letter_count"] == model.head, (
+            f"an input record of {key} is lost: {published}, {view}")
+        # Nothing passes a record still in line: each one published came after every
+        # earlier one was published, or while that one was dead-lettered.
+        settled = {*published, *model.redriven, *(d["sequence"] for d in view["dead_letters"])}
+        for sequence in in_line:
+            assert set(range(1, sequence)) <= settled, (
+                f"{key}: {sequence} published while an earlier record was pending: "
+                f"{published}, {view}")
 
 
 def test_the_api_keeps_the_contract_under_any_sequence_of_calls() -> None:

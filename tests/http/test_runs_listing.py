@@ -100,7 +100,8 @@ async def test_deliveries_show_pending_inputs_and_none_for_an_output_stream(
         await append(api, "run", "in", ["approve", "reject"])  # no wait service: pending
         inputs = (await api.get("/runs/run/streams/in/deliveries")).json()
         assert inputs == {"run_id": "run", "stream_id": "in", "direction": "input",
-                          "pending": 2, "dead_letter_count": 0, "dead_letters": []}
+                          "pending": 2, "dead_letter_count": 0, "dead_letters": [],
+                          "redrives": []}
         outputs = (await api.get("/runs/run/streams/out/deliveries")).json()
         assert (outputs["direction"], outputs["pending"], outputs["dead_letters"]) == (
             "output", 0, [])

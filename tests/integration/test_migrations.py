@@ -25,7 +25,7 @@ pytestmark = pytest.mark.postgres
 TABLES = {"streams", "stream_events", "records", "append_receipts", "consumers",
           "object_intents", "input_deliveries", "deletion_outbox", "gap_evidence",
           "erased_runs", "region_fences", "subscription_leases", "live_seq",
-          "revoked_tokens", "durable_streams", "durable_stream_producers",
+          "revoked_tokens", "durable_streams", "durable_stream_producers", "delivery_redrives",
           "runnel_migrations"}
 
 

@@ -203,8 +203,9 @@ async def test_creates_erasures_and_worker_writes_of_a_fenced_region_store_nothi
         await service.definitions.create(WRITER, RUN, definition("other"))
     with pytest.raises(RegionFenced):
         await us.store.mark_run_erased(RunKey(TENANT, RUN))
+    lapsed = NOW + timedelta(seconds=60)  # the claim's lease is over: its head is due again
     with pytest.raises(RegionFenced):
-        await us.outbox.claim("us-worker", NOW, 30.0, 10, "us")
+        await us.outbox.claim("us-worker", lapsed, 30.0, 10, "us")
     for settle in (lambda: us.outbox.complete(claimed.stream, claimed.sequence),
                    lambda: us.outbox.retry(claimed.stream, claimed.sequence, "x", NOW),
                    lambda: us.outbox.dead_letter(claimed.stream, claimed.sequence, "x"),
@@ -229,7 +230,7 @@ async def test_creates_erasures_and_worker_writes_of_a_fenced_region_store_nothi
     # work of us-homed streams writes all along; the fenced one again once unfenced.
     eu = await open_postgres(pg_dsn, region="eu", migrate=False, listen=False)
     try:
-        assert len(await eu.outbox.claim("eu-worker", NOW, 30.0, 10, "us")) == 2
+        assert len(await eu.outbox.claim("eu-worker", lapsed, 30.0, 10, "us")) == 3
         assert len(await eu.deletions.claim("eu-worker", NOW, 30.0, 10, "us")) == 1
     finally:
         await eu.close()

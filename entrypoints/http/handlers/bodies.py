@@ -18,6 +18,7 @@ from litestar.types import Empty
 
 from application.lifecycle import HOLD_REASON_MAX_LENGTH
 from application.live import SOURCE_MAX_LENGTH
+from application.redrive import MAX_REDRIVE_SEQUENCES
 from domain.cursor import MAX_SEQUENCE
 from domain.media_type import MEDIA_TYPE_MAX_CHARS, MEDIA_TYPE_REGEX
 from domain.object_intent import SHA256_REGEX
@@ -84,6 +85,18 @@ class LegalHoldBody(msgspec.Struct, forbid_unknown_fields=True):
     held: bool
     reason: Annotated[str, Published(
         {"type": "string", "maxLength": HOLD_REASON_MAX_LENGTH})] | None = None
+
+
+class RedriveBody(msgspec.Struct, forbid_unknown_fields=True):
+    """`sequences`: the dead letters to re-drive (1–1000 sequences); left out, the stream's
+    lowest 1000 dead letters."""
+
+    sequences: Annotated[
+        list[Annotated[int, msgspec.Meta(ge=1, le=MAX_SEQUENCE)]],
+        msgspec.Meta(min_length=1, max_length=MAX_REDRIVE_SEQUENCES),
+        Published({"type": "array", "minItems": 1, "maxItems": MAX_REDRIVE_SEQUENCES,
+                   "items": {"type": "integer", "minimum": 1, "maximum": MAX_SEQUENCE}}),
+    ] | None = None
 
 
 class LiveBody(msgspec.Struct, forbid_unknown_fields=True):

@@ -1,13 +1,13 @@
-"""List the tenant's runs (ADR 0046) and read an input stream's deliveries."""
+"""List the tenant's runs (ADR 0046)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
 from litestar.di import NamedDependency
-from litestar.params import FromPath, QueryParameter
+from litestar.params import QueryParameter
 
-from application.views import dead_letter_view, run_view
+from application.views import run_view
 from entrypoints.http.callers import Caller
 from entrypoints.http.inputs import page_limit
 
@@ -26,18 +26,3 @@ async def list_runs(
     listing = await caller.service.runs.list(caller.principal, cursor, page_limit(limit))
     return {"runs": [run_view(run) for run in listing.runs],
             "next_cursor": listing.next_cursor}
-
-
-async def get_deliveries(
-    run_id: FromPath[str],
-    stream_id: FromPath[str],
-    caller: NamedDependency[Caller],
-) -> dict[str, Any]:
-    """An input stream's outbox, read-only: `pending` input records not yet handed to the
-    workflow's wait service, and its `dead_letters` (the first 100 by sequence, with their
-    attempts and last error; `dead_letter_count` counts them all). An output stream has
-    none."""
-    report = await caller.service.deliveries.report(caller.principal, run_id, stream_id)
-    return {"run_id": run_id, "stream_id": stream_id, "direction": report.direction,
-            "pending": report.pending, "dead_letter_count": report.dead_letter_count,
-            "dead_letters": [dead_letter_view(delivery) for delivery in report.dead_letters]}
