@@ -69,6 +69,10 @@ class Subscriber:
                 waiter.cancel()
         return self.frames
 
+    async def finished(self) -> None:
+        """Once the server has ended the response."""
+        await asyncio.shield(self._task)
+
     async def stop(self) -> None:
         self._task.cancel()
         await asyncio.gather(self._task, return_exceptions=True)

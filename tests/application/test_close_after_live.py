@@ -1,0 +1,85 @@
+"""Close after live (ADR 0056), in the follow loop on the in-memory bus: Hypothesis picks
+what happens before the close (live chunks, appends, turns for the readers, pauses past a
+keepalive tick) and how slowly each reader takes its frames; every live reader gets every
+chunk published before the close, then every record, then `end`, and nothing after."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from adapters.memory.simulation import simulation
+from application.following import EndFrame, Frame, LiveFrame, RecordFrame
+from application.node import NodeSettings
+from domain.errors import StreamClosed
+from tests.application.support import ALICE, FRAME_TIMEOUT, RUN, make_stream
+
+TICK = 0.002
+"""A keepalive interval short enough that ticks (and their re-reads) fall between steps."""
+
+steps = st.lists(st.one_of(
+    st.tuples(st.just("live"), st.integers(1, 3)),
+    st.tuples(st.just("append"), st.integers(1, 3)),
+    st.tuples(st.just("turn"), st.integers(1, 3)),
+    st.tuples(st.just("pause"), st.just(1)),
+), max_size=12)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(before=steps, paces=st.lists(st.integers(0, 3), min_size=1, max_size=3))
+def test_every_chunk_published_before_a_close_reaches_every_reader_before_its_end(
+        before: list[tuple[str, int]], paces: list[int]) -> None:
+    asyncio.run(close_race(before, paces))
+
+
+async def close_race(before: list[tuple[str, int]], paces: list[int]) -> None:
+    sim = simulation(replace(NodeSettings(), keepalive_seconds=TICK))
+    await make_stream(sim)
+    follows = [await sim.service.follower.open(ALICE, RUN, "s", after=0, live=True)
+               for _ in paces]
+    readers = [asyncio.create_task(read_all(follow.frames(), pace))
+               for follow, pace in zip(follows, paces, strict=True)]
+    published: list[str] = []
+    appended = 0
+    try:
+        for action, n in before:
+            if action == "live":
+                chunks = [f"c{len(published) + i}" for i in range(n)]
+                await sim.service.live.publish(ALICE, RUN, "s", chunks)
+                published += chunks
+            elif action == "append":
+                await sim.service.appender.append(
+                    ALICE, RUN, "s", [{"payload": appended + i} for i in range(n)])
+                appended += n
+            elif action == "turn":
+                for _ in range(n):
+                    await asyncio.sleep(0)
+            else:
+                await asyncio.sleep(TICK * 1.5)
+        await sim.service.lifecycle.close(ALICE, RUN, "s")
+        with pytest.raises(StreamClosed):
+            await sim.service.live.publish(ALICE, RUN, "s", ["after the close"])
+        seen = await asyncio.wait_for(asyncio.gather(*readers), FRAME_TIMEOUT)
+    finally:
+        for follow in follows:
+            await follow.close()
+    for frames in seen:
+        assert [frame.chunk.data for frame in frames if isinstance(frame, LiveFrame)] == published
+        assert [frame.record.sequence for frame in frames if isinstance(frame, RecordFrame)] \
+            == list(range(1, appended + 1))
+        assert frames[-1] == EndFrame(appended)
+
+
+async def read_all(frames: AsyncIterator[Frame], pace: int) -> list[Frame]:
+    """A reader that lets `pace` other turns run after each frame it takes."""
+    taken = []
+    async for frame in frames:
+        taken.append(frame)
+        for _ in range(pace):
+            await asyncio.sleep(0)
+    return taken
