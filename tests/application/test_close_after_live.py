@@ -14,10 +14,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adapters.memory.simulation import simulation
-from application.following import EndFrame, Frame, LiveFrame, RecordFrame
+from application.following import EndFrame, Frame, KeepaliveFrame, LiveFrame, RecordFrame
 from application.node import NodeSettings
+from application.ports import LiveChunk, Wake
 from domain.errors import StreamClosed
-from tests.application.support import ALICE, FRAME_TIMEOUT, RUN, make_stream
+from tests.application.support import (
+    ALICE,
+    FRAME_TIMEOUT,
+    RUN,
+    definition,
+    drain,
+    key,
+    make_stream,
+    next_frame,
+    quiet_simulation,
+)
 
 TICK = 0.002
 """A keepalive interval short enough that ticks (and their re-reads) fall between steps."""
@@ -83,3 +94,51 @@ async def read_all(frames: AsyncIterator[Frame], pace: int) -> list[Frame]:
         for _ in range(pace):
             await asyncio.sleep(0)
     return taken
+
+
+async def test_a_reader_late_to_its_queue_gets_the_chunks_before_the_end_of_a_lost_close() -> None:
+    """The closing wake is lost (nobody rings) and the reader comes back only after several
+    ticks were due: the close is learnt from a read, yet every queued chunk is served, and
+    the backstop ends the follow only at a tick with nothing queued, an interval later."""
+    quiet = quiet_simulation(NodeSettings(keepalive_seconds=0.05))
+    await quiet.service.definitions.create(ALICE, RUN, definition())
+    follow = await quiet.service.follower.open(ALICE, RUN, "s", after=0, live=True)
+    frames = follow.frames()
+    try:
+        assert isinstance(await next_frame(frames), KeepaliveFrame)
+        for seq in (1, 2, 3):
+            quiet.reader_bus.hub.deliver_live(LiveChunk(key(), seq, f"c{seq}"))
+        await quiet.service.lifecycle.close(ALICE, RUN, "s")
+        await asyncio.sleep(0.2)  # four ticks due before the reader takes its next frame
+        rest = await drain(frames)
+    finally:
+        await follow.close()
+    assert quiet.reader_bus.published_wakes == 0
+    assert [frame.chunk.data for frame in rest if isinstance(frame, LiveFrame)] == [
+        "c1", "c2", "c3"]
+    assert rest[-1] == EndFrame(0)
+
+
+async def test_a_close_learnt_from_a_read_waits_for_its_wake_and_the_chunks_before_it() -> None:
+    """On Postgres a chunk committed before the close can still be on its way through the
+    listener when a read already shows the stream closed: the follow keeps waiting for the
+    closing wake, and serves what comes before it."""
+    quiet = quiet_simulation(NodeSettings(keepalive_seconds=1.0))
+    await quiet.service.definitions.create(ALICE, RUN, definition())
+    follow = await quiet.service.follower.open(ALICE, RUN, "s", after=0, live=True)
+    frames = follow.frames()
+    try:
+        await quiet.service.lifecycle.close(ALICE, RUN, "s")
+        assert isinstance(await next_frame(frames), KeepaliveFrame)
+        following = asyncio.create_task(anext(frames))  # the tick's read shows the close
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert not following.done()
+        quiet.reader_bus.hub.deliver_live(LiveChunk(key(), 1, "in flight"))
+        quiet.reader_bus.hub.deliver_wake(Wake(key(), 0, True, ()))
+        first = await asyncio.wait_for(following, FRAME_TIMEOUT)
+        rest = await drain(frames)
+    finally:
+        await follow.close()
+    assert isinstance(first, LiveFrame) and first.chunk.data == "in flight"
+    assert rest == [EndFrame(0)]
