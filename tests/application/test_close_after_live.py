@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,6 +17,7 @@ from adapters.memory.simulation import simulation
 from application.following import EndFrame, Frame, KeepaliveFrame, LiveFrame, RecordFrame
 from application.node import NodeSettings
 from application.ports import LiveChunk, Wake
+from application.service import RunnelService
 from domain.errors import StreamClosed
 from tests.application.support import (
     ALICE,
@@ -25,7 +26,6 @@ from tests.application.support import (
     definition,
     drain,
     key,
-    make_stream,
     next_frame,
     quiet_simulation,
 )
@@ -45,14 +45,29 @@ steps = st.lists(st.one_of(
 @given(before=steps, paces=st.lists(st.integers(0, 3), min_size=1, max_size=3))
 def test_every_chunk_published_before_a_close_reaches_every_reader_before_its_end(
         before: list[tuple[str, int]], paces: list[int]) -> None:
-    asyncio.run(close_race(before, paces))
+    async def scenario() -> None:
+        service = simulation(replace(NodeSettings(), keepalive_seconds=TICK)).service
+        await close_race(Nodes(service, service, (service,)), RUN, before, paces, TICK * 1.5)
+
+    asyncio.run(scenario())
 
 
-async def close_race(before: list[tuple[str, int]], paces: list[int]) -> None:
-    sim = simulation(replace(NodeSettings(), keepalive_seconds=TICK))
-    await make_stream(sim)
-    follows = [await sim.service.follower.open(ALICE, RUN, "s", after=0, live=True)
-               for _ in paces]
+@dataclass(frozen=True)
+class Nodes:
+    """Where the chunks are published, where the close is asked for, and where the
+    readers follow (one node, or two that share a database)."""
+
+    publisher: RunnelService
+    closer: RunnelService
+    readers: tuple[RunnelService, ...]
+    """The n-th reader follows on `readers[n % len(readers)]`."""
+
+
+async def close_race(nodes: Nodes, run_id: str, before: list[tuple[str, int]],
+                     paces: list[int], pause: float) -> None:
+    await nodes.closer.definitions.create(ALICE, run_id, definition())
+    follows = [await nodes.readers[n % len(nodes.readers)].follower.open(
+        ALICE, run_id, "s", after=0, live=True) for n in range(len(paces))]
     readers = [asyncio.create_task(read_all(follow.frames(), pace))
                for follow, pace in zip(follows, paces, strict=True)]
     published: list[str] = []
@@ -61,20 +76,20 @@ async def close_race(before: list[tuple[str, int]], paces: list[int]) -> None:
         for action, n in before:
             if action == "live":
                 chunks = [f"c{len(published) + i}" for i in range(n)]
-                await sim.service.live.publish(ALICE, RUN, "s", chunks)
+                await nodes.publisher.live.publish(ALICE, run_id, "s", chunks)
                 published += chunks
             elif action == "append":
-                await sim.service.appender.append(
-                    ALICE, RUN, "s", [{"payload": appended + i} for i in range(n)])
+                await nodes.publisher.appender.append(
+                    ALICE, run_id, "s", [{"payload": appended + i} for i in range(n)])
                 appended += n
             elif action == "turn":
                 for _ in range(n):
                     await asyncio.sleep(0)
             else:
-                await asyncio.sleep(TICK * 1.5)
-        await sim.service.lifecycle.close(ALICE, RUN, "s")
+                await asyncio.sleep(pause)
+        await nodes.closer.lifecycle.close(ALICE, run_id, "s")
         with pytest.raises(StreamClosed):
-            await sim.service.live.publish(ALICE, RUN, "s", ["after the close"])
+            await nodes.publisher.live.publish(ALICE, run_id, "s", ["after the close"])
         seen = await asyncio.wait_for(asyncio.gather(*readers), FRAME_TIMEOUT)
     finally:
         for follow in follows:
