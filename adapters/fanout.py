@@ -2,7 +2,7 @@
 
 Shared by the in-memory bus and the Postgres LISTEN adapter: whatever carries
 signals between processes, one process delivers them to its local readers
-through this hub, each reader with its own bounded queues.
+through this hub, each reader with its own bounded queue.
 """
 
 from __future__ import annotations
@@ -22,36 +22,50 @@ DEADLINE_SLACK = 0.001
 
 
 class Subscription:
-    """One reader's queues. Never blocks a publisher: overflowing wakes collapse into
-    a single "re-read" wake, overflowing live chunks are dropped and counted."""
+    """One reader's queue. Never blocks a publisher: overflowing wakes collapse into
+    a single "re-read" wake, overflowing live chunks are dropped and counted.
+
+    Rules:
+    - wakes and live chunks come out in the order they were pushed: a wake that says
+      closed never overtakes a chunk pushed before it (ADR 0056);
+    - the collapsed wake takes the place of the newest wake it folds in, since it may
+      say closed;
+    - each kind has its own bound (`WAKE_QUEUE_LIMIT` wakes, `LIVE_QUEUE_LIMIT` chunks).
+    """
 
     def __init__(self, key: StreamKey, live: bool) -> None:
         self.key = key
         self.live = live
         self.dropped_live = 0
-        self._wakes: deque[Wake] = deque()
-        self._chunks: deque[LiveChunk] = deque()
+        self._signals: deque[Wake | LiveChunk] = deque()
+        self._wakes = 0
+        self._chunks = 0
         self._signal = asyncio.Event()
         self._deadline: asyncio.TimerHandle | None = None
         self._deadline_at = 0.0
-        self._timed_out = False
 
     def push_wake(self, wake: Wake) -> None:
-        if len(self._wakes) >= WAKE_QUEUE_LIMIT:
-            head = max(wake.head, *(queued.head for queued in self._wakes))
-            closed = wake.closed or any(queued.closed for queued in self._wakes)
-            self._wakes.clear()
-            wake = Wake(self.key, head, closed, None)
-        self._wakes.append(wake)
+        if self._wakes >= WAKE_QUEUE_LIMIT:
+            wake = self._collapse(wake)
+        self._signals.append(wake)
+        self._wakes += 1
         self._signal.set()
+
+    def _collapse(self, wake: Wake) -> Wake:
+        queued = [signal for signal in self._signals if type(signal) is Wake]
+        self._signals = deque(signal for signal in self._signals if type(signal) is not Wake)
+        self._wakes = 0
+        return Wake(self.key, max(wake.head, *(each.head for each in queued)),
+                    wake.closed or any(each.closed for each in queued), None)
 
     def push_live(self, chunk: LiveChunk) -> None:
         if not self.live:
             return
-        if len(self._chunks) >= LIVE_QUEUE_LIMIT:
+        if self._chunks >= LIVE_QUEUE_LIMIT:
             self.dropped_live += 1
             return
-        self._chunks.append(chunk)
+        self._signals.append(chunk)
+        self._chunks += 1
         self._signal.set()
 
     def interrupt(self) -> None:
@@ -65,19 +79,19 @@ class Subscription:
 
     async def next(self, timeout: float) -> Wake | LiveChunk | None:
         """The next wake or live chunk, or None once `timeout` seconds have passed (or
-        on `interrupt`)."""
-        if not self._wakes and not self._chunks:
+        on `interrupt`) with nothing queued."""
+        if not self._signals:
             self._await_deadline(timeout)
-            self._timed_out = False
             self._signal.clear()
             await self._signal.wait()
-            if self._timed_out:
+            if not self._signals:
                 return None
-        if self._wakes:
-            return self._wakes.popleft()
-        if self._chunks:
-            return self._chunks.popleft()
-        return None
+        signal = self._signals.popleft()
+        if type(signal) is Wake:
+            self._wakes -= 1
+        else:
+            self._chunks -= 1
+        return signal
 
     def _await_deadline(self, timeout: float) -> None:
         """A follow waits for the same deadline (its next keepalive tick) wake after wake:
@@ -93,7 +107,6 @@ class Subscription:
 
     def _on_deadline(self) -> None:
         self._deadline = None
-        self._timed_out = True
         self._signal.set()
 
 

@@ -81,7 +81,7 @@ class Follower:
             await stack.aclose()
             raise
         follow = OpenFollow(key, after, self._reader, self._gaps, self._node, stack, wakes,
-                            page, expires_in, on_close=self._open.discard)
+                            page, expires_in, on_close=self._open.discard, live=live)
         self._open.add(follow)
         return follow
 

@@ -8,7 +8,13 @@
    repaired within one interval even under steady live chunks;
 4. repair: a wake that reveals a gap is served by reading the gap from the
    store first, and the gap is reported as evidence;
-5. end: `EndFrame("closed")` once a closed stream is delivered whole,
+5. end: `EndFrame("closed")` once a closed stream is delivered whole, and, for a
+   live follow, once its subscription has handed it the wake that says closed: the
+   bus orders that wake after every chunk published before the close (ADR 0056),
+   so each such chunk is served before `end`, and none published after. A close
+   learnt from a read waits for that wake; should it never come (a lost LISTEN
+   connection loses chunks too), the follow ends at a tick that finds nothing queued
+   once the close has been known a whole keepalive interval.
    `EndFrame("token_expired")` when the credential that opened the follow expires,
    or `EndFrame("shutdown")` when the node drains (`Follower.drain`). Nothing is
    sent after either of the last two; the reader resumes from `last_sequence`
@@ -82,7 +88,8 @@ class OpenFollow:
     def __init__(self, key: StreamKey, cursor: int, reader: RecordReader, gaps: GapEvidence,
                  node: NodeSettings, stack: AsyncExitStack, wakes: WakeSubscription | None,
                  first_page: RecordPage, expires_in: float | None = None,
-                 on_close: Callable[[OpenFollow], None] | None = None) -> None:
+                 on_close: Callable[[OpenFollow], None] | None = None,
+                 live: bool = False) -> None:
         self.key = key
         self.cursor = cursor
         self._reader = reader
@@ -93,6 +100,13 @@ class OpenFollow:
         self._page: RecordPage | None = first_page
         self._head = first_page.head
         self._closed = first_page.closed
+        self._close_heard = not live
+        """Whether the subscription has handed over the closing wake (a follow without
+        live chunks has nothing to wait for)."""
+        self._close_known_at: float | None = None
+        """Loop time at which a read first told of the close, while not yet heard."""
+        self._quiet = False
+        """Whether the last wait on the subscription ended at its tick with nothing queued."""
         self._tick_at = 0.0
         """Loop time of the next keepalive tick: a re-read at least once per interval."""
         self._expires_in = expires_in
@@ -133,7 +147,7 @@ class OpenFollow:
                     yield frame
                     if isinstance(frame, ResyncFrame):
                         return
-            if self._closed and self.cursor >= self._head:
+            if self._closed and self.cursor >= self._head and self._close_delivered():
                 yield EndFrame(self.cursor)
                 return
             if not self._past_end():
@@ -186,6 +200,7 @@ class OpenFollow:
         # that repairs a lost wake.
         remaining = min(self._tick_at, self._ends_at) - loop.time()
         signal = await self._wakes.next(remaining) if remaining > 0 else None
+        self._quiet = signal is None and remaining > 0
         if self._past_end():
             return
         if signal is None:
@@ -201,9 +216,21 @@ class OpenFollow:
     def _past_end(self) -> bool:
         return asyncio.get_running_loop().time() >= self._ends_at
 
+    def _close_delivered(self) -> bool:
+        """Whether every live chunk published before the close has been served: its
+        closing wake came, or (should it never come) the close has been known for a
+        keepalive interval and the subscription had nothing queued at the last tick."""
+        if self._close_heard or self._wakes is None:
+            return True
+        now = asyncio.get_running_loop().time()
+        if self._close_known_at is None:
+            self._close_known_at = now
+        return self._quiet and now - self._close_known_at >= self._node.keepalive_seconds
+
     async def _on_wake(self, wake: Wake) -> AsyncIterator[Frame]:
         self._head = max(self._head, wake.head)
         self._closed = self._closed or wake.closed
+        self._close_heard = self._close_heard or wake.closed
         if wake.records is None:
             self._page = await self._read()
             return

@@ -25,7 +25,9 @@ class LivePublishing:
     its `seq` (ADR 0017); a chunk with a `source` and an explicit `index` has a position,
     and re-sending that position gets its first `seq`, so readers de-duplicate by `seq`.
     Live chunks, stored nowhere, still follow the stream's life: none once it is closed,
-    none once its run is erased."""
+    none once its run is erased. A publish answers once the bus has put its chunks in the
+    order readers see, so every chunk answered before a close reaches each connected
+    reader before that close's `end` (ADR 0056)."""
 
     def __init__(self, store: StreamStore, bus: WakeBus, node: NodeSettings) -> None:
         self._store = store
@@ -61,10 +63,10 @@ class LivePublishing:
     async def _send(self, key: StreamKey, mask: tuple[str, ...], chunks: Sequence[Any],
                     source: str | None, attempt: int | None, first_index: int | None) -> None:
         positioned = source is not None and first_index is not None
-        for offset, chunk in enumerate(chunks):
-            await self._bus.publish_live(LiveDraft(
-                stream=key, data=outgoing_chunk(chunk, mask), source=source, attempt=attempt,
-                index=(first_index or 0) + offset, positioned=positioned))
+        await self._bus.publish_live([
+            LiveDraft(stream=key, data=outgoing_chunk(chunk, mask), source=source,
+                      attempt=attempt, index=(first_index or 0) + offset, positioned=positioned)
+            for offset, chunk in enumerate(chunks)])
 
 
 def live_body(draft: Draft) -> Any:

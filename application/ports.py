@@ -361,16 +361,26 @@ class WakeBus(Protocol):
 
     `subscribe` registers before returning, so anything committed after the
     `async with` line is entered produces a wake for that subscription.
+
+    Rules (ADR 0056):
+    - chunks and the wakes that say closed reach every subscription in one order, the
+      order in which their publishes and commits completed: a chunk whose
+      `publish_live` returned before a close was committed comes before that close's
+      wake, and a chunk published once the close has committed comes after it;
+    - on any node: chunks published on one process and a close committed on another
+      keep that order for the readers of every process.
     """
 
     def subscribe(
         self, key: StreamKey, live: bool = False
     ) -> AbstractAsyncContextManager[WakeSubscription]: ...
 
-    async def publish_live(self, draft: LiveDraft) -> None:
-        """Best effort: never raises and never waits for readers or the database.
+    async def publish_live(self, drafts: Sequence[LiveDraft]) -> None:
+        """Best effort: never raises and never waits for readers. Returns once the
+        chunks have their place in the order above (or were dropped), which may take a
+        round trip to the database, bounded by its bounds.
 
-        The bus numbers the chunk with its stream's `LiveSeq` at the point that orders
+        The bus numbers each chunk with its stream's `LiveSeq` at the point that orders
         chunks for every reader, so each reader, on any node, gets strictly rising
         `seq` for new chunks and a re-driven position's first `seq` (ADR 0017).
         """

@@ -132,8 +132,8 @@ class CountingWakeBus:
         async with self._inner.subscribe(key, live) as subscription:
             yield _CountingSubscription(subscription, self._metrics)
 
-    async def publish_live(self, draft: LiveDraft) -> None:
-        await self._inner.publish_live(draft)
+    async def publish_live(self, drafts: Sequence[LiveDraft]) -> None:
+        await self._inner.publish_live(drafts)
 
 
 class CountingDeliveryOutbox:

@@ -3,11 +3,13 @@
 Live chunks are numbered here, as they are handed to the readers (ADR 0017): one
 process is the only publisher, so the order of numbering is the order of delivery.
 The numbers live as long as the process, as everything of the memory adapters does.
+Chunks and wakes are handed to the subscriptions as they are published and committed,
+so a closing wake comes after every chunk published before it (ADR 0056).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 from adapters.fanout import FanoutHub
@@ -28,10 +30,11 @@ class MemoryWakeBus:
         async with self.hub.subscribe(key, live) as subscription:
             yield subscription
 
-    async def publish_live(self, draft: LiveDraft) -> None:
-        seq, self._live_seq[draft.stream] = self._live_seq.get(
-            draft.stream, LiveSeq()).assign(draft.position)
-        self.hub.deliver_live(draft.numbered(seq))
+    async def publish_live(self, drafts: Sequence[LiveDraft]) -> None:
+        for draft in drafts:
+            seq, self._live_seq[draft.stream] = self._live_seq.get(
+                draft.stream, LiveSeq()).assign(draft.position)
+            self.hub.deliver_live(draft.numbered(seq))
 
     def publish_wake(self, wake: Wake) -> None:
         """Called by the memory store after a commit only."""

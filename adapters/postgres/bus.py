@@ -6,7 +6,9 @@ Rules:
   notification out through a `FanoutHub`;
 - this process's own commits reach its readers directly (right after the
   COMMIT, as with the memory bus); its listener skips wakes of its own origin,
-  so each wake arrives once;
+  so each wake arrives once. A wake that says closed is the exception: with a
+  listener, it reaches local readers through it, like every other process's
+  (see the last rule);
 - the connection is heart-beaten (`SELECT 1` under a timeout: a half-open TCP
   connection raises nothing by itself) and re-established with backoff when it
   fails or the server ends it; after every (re)connect, once LISTEN is active
@@ -15,15 +17,21 @@ Rules:
 - other channels may be heard as doorbells (`doorbells`: channel → ring): each NOTIFY on
   one calls its ring, and so does every (re)connect, since some may have been missed;
 - wakes are only hints: the store sends them with its commit, never before;
-- live chunks are best effort: `publish_live` only enqueues them (bounded,
-  dropping when full); a sender task numbers and NOTIFYs them in batches, one
-  transaction each (`live_seq.py`), so a producer never waits for, or fails
-  because of, readers or the database;
+- live chunks are best effort: `publish_live` enqueues them (bounded, dropping
+  when full); a sender task numbers and NOTIFYs them in batches, one transaction
+  each (`live_seq.py`), so a producer never fails because of readers or the
+  database; `publish_live` returns once its chunks' transaction has committed
+  (or failed, and they are dropped), one future per call, never a timer;
 - live chunks reach every reader, local ones too, through the listener, in
   commit order: that is the order of their `seq` (ADR 0017). A local delivery
   after our COMMIT could overtake, or be overtaken by, another node's later
   chunk. A process without a listener hands its own chunks to its readers
-  after the COMMIT (nobody else's reach it anyway).
+  after the COMMIT (nobody else's reach it anyway);
+- close after live (ADR 0056): Postgres delivers the NOTIFYs of both channels to a
+  listener in one commit order, so a chunk whose `publish_live` returned (committed)
+  before a close committed, on any process, reaches each listener before that close's
+  wake, and a chunk committed after it comes after it. That holds only for what
+  travels the listener: hence closing wakes do not take the direct path.
 """
 
 from __future__ import annotations
@@ -99,6 +107,11 @@ class PostgresWakeBus:
         self._supervisor: asyncio.Task[None] | None = None
         self._live: deque[LiveDraft] = deque()
         self._live_ready = asyncio.Event()
+        self._live_queued = 0
+        """Chunks ever enqueued; `_live_done` of them were committed or dropped."""
+        self._live_done = 0
+        self._live_waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
+        """(how many chunks must be done, the publish waiting for it), oldest first."""
         self._sender: asyncio.Task[None] | None = None
 
     # -- lifecycle -------------------------------------------------------
@@ -119,6 +132,8 @@ class PostgresWakeBus:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
         self._supervisor = self._sender = None
+        self._live_done = self._live_queued
+        self._release_live_waiters()
         await self._drop_connection()
 
     @property
@@ -141,17 +156,26 @@ class PostgresWakeBus:
         async with self.hub.subscribe(key, live) as subscription:
             yield subscription
 
-    async def publish_live(self, draft: LiveDraft) -> None:
-        if len(self._live) >= self._settings.live_queue_limit or self._sender is None:
-            self.stats.live_dropped += 1
+    async def publish_live(self, drafts: Sequence[LiveDraft]) -> None:
+        room = self._settings.live_queue_limit - len(self._live) if self._sender else 0
+        taken = drafts[:max(room, 0)]
+        self.stats.live_dropped += len(drafts) - len(taken)
+        if not taken:
             return
-        self._live.append(draft)
+        self._live.extend(taken)
+        self._live_queued += len(taken)
+        placed = asyncio.get_running_loop().create_future()
+        self._live_waiters.append((self._live_queued, placed))
         self._live_ready.set()
+        await placed
 
     def deliver_committed(self, wakes: Sequence[Wake]) -> None:
-        """Called by the store right after a COMMIT, for this process's readers."""
+        """Called by the store right after a COMMIT, for this process's readers; with a
+        listener, a wake that says closed comes through it instead (ADR 0056)."""
+        listening = self._supervisor is not None
         for wake in wakes:
-            self.hub.deliver_wake(wake)
+            if not (listening and wake.closed):
+                self.hub.deliver_wake(wake)
 
     # -- listening -------------------------------------------------------
 
@@ -262,10 +286,19 @@ class PostgresWakeBus:
             except Exception as error:  # best effort: dropped, never raised to producers
                 self.stats.live_dropped += len(batch)
                 log.warning("dropped %d live chunks: %r", len(batch), error)
-                continue
-            if self._supervisor is None:
-                for chunk in chunks:
-                    self.hub.deliver_live(chunk)
+            else:
+                if self._supervisor is None:
+                    for chunk in chunks:
+                        self.hub.deliver_live(chunk)
+            self._live_done += len(batch)
+            self._release_live_waiters()
+
+    def _release_live_waiters(self) -> None:
+        waiters = self._live_waiters
+        while waiters and waiters[0][0] <= self._live_done:
+            placed = waiters.popleft()[1]
+            if not placed.done():  # its publisher may have given up waiting
+                placed.set_result(None)
 
 
 def _ringer(ring: Callable[[], None]) -> Callable[[Any, int, str, str], None]:

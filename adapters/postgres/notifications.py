@@ -1,10 +1,11 @@
 r"""NOTIFY payloads for wakes and live chunks, and their decoding.
 
 A payload is `<origin>\n<stream channel key>\n<compact JSON>`. The origin names
-the sending process: a process delivers its own commits and chunks to its
-local readers directly, so its listener skips payloads of its own origin. The
-listener reads the key before the JSON and parses the JSON only when a local
-reader follows that stream.
+the sending process: a process delivers its own commits to its local readers
+directly, so its listener skips wakes of its own origin. A wake that says closed
+names no origin: every listener delivers it, its sender's too, so it reaches each
+reader after the live chunks committed before it (ADR 0056). The listener reads the
+key before the JSON and parses the JSON only when a local reader follows that stream.
 
 Postgres refuses payloads of 8000 bytes or more, so:
 - a wake carries its records only when the whole payload stays under the limit
@@ -114,7 +115,7 @@ def _fits(payload: str) -> bool:
 
 def encode_wake(wake: Wake, origin: str) -> str:
     """Always returns a payload that fits: without records when they would not."""
-    prefix = origin + "\n" + wake.stream.channel_key + "\n"
+    prefix = ("" if wake.closed else origin) + "\n" + wake.stream.channel_key + "\n"
     status = '{"h":' + str(wake.head) + ',"c":' + ("true" if wake.closed else "false")
     if wake.records is not None:
         records = ",".join(map(_record_json, wake.records))

@@ -31,6 +31,22 @@ async def test_a_closing_wake_survives_the_collapse() -> None:
         assert isinstance(collapsed, Wake) and collapsed.closed and collapsed.records is None
 
 
+async def test_a_closing_wake_never_overtakes_a_chunk_pushed_before_it() -> None:
+    """ADR 0056: one queue in push order, the collapsed wake where the newest one was."""
+    hub = FanoutHub()
+    async with hub.subscribe(key(), live=True) as subscription:
+        hub.deliver_live(LiveChunk(key(), 1, "before"))
+        for head in range(1, WAKE_QUEUE_LIMIT + 1):
+            hub.deliver_wake(Wake(key(), head, False, ()))
+        hub.deliver_live(LiveChunk(key(), 2, "between"))
+        hub.deliver_wake(Wake(key(), WAKE_QUEUE_LIMIT, True, ()))  # collapses the rest
+        hub.deliver_live(LiveChunk(key(), 3, "after"))
+        signals = [await subscription.next(1.0) for _ in range(4)]
+        assert await subscription.next(0.0) is None
+    assert signals == [LiveChunk(key(), 1, "before"), LiveChunk(key(), 2, "between"),
+                       Wake(key(), WAKE_QUEUE_LIMIT, True, None), LiveChunk(key(), 3, "after")]
+
+
 async def test_live_chunks_go_only_to_live_subscriptions() -> None:
     hub = FanoutHub()
     async with hub.subscribe(key(), live=True) as live, hub.subscribe(key()) as plain:

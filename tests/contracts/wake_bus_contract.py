@@ -1,5 +1,5 @@
 """The `WakeBus` contract: wakes after commits only, to the subscribers of their stream;
-live chunks numbered, to live subscribers only.
+live chunks numbered, to live subscribers only, in one order with the closing wake.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from application.ports import (
     LiveChunk,
     LiveDraft,
     Wake,
+    WakeSubscription,
 )
 from domain.identifiers import StreamKey
 from domain.records import draft_from_wire
@@ -94,7 +95,7 @@ class WakeBusContract:
                           positioned=True)
         async with harness.bus.subscribe(key, live=True) as live, \
                 harness.bus.subscribe(key) as plain:
-            await harness.bus.publish_live(draft)
+            await harness.bus.publish_live([draft])
             chunk = await live.next(WAKE_TIMEOUT)
             assert isinstance(chunk, LiveChunk) and chunk == draft.numbered(chunk.seq)
             await append(harness, key, [{"payload": 1}])
@@ -111,7 +112,7 @@ class WakeBusContract:
                   LiveDraft(key, "c", **turn, index=2)]
         async with harness.bus.subscribe(key, live=True) as live:
             for draft in drafts:
-                await harness.bus.publish_live(draft)
+                await harness.bus.publish_live([draft])
             seqs: list[int] = []
             while len(seqs) < len(drafts):
                 signal = await live.next(WAKE_TIMEOUT)
@@ -125,4 +126,39 @@ class WakeBusContract:
     async def test_publishing_a_live_chunk_without_readers_is_fine(
             self, harness: StorageHarness) -> None:
         key = await created(harness)
-        await harness.bus.publish_live(LiveDraft(key, "nobody listens"))
+        await harness.bus.publish_live([LiveDraft(key, "nobody listens")])
+
+    async def test_a_closing_wake_comes_after_every_chunk_published_before_it(
+            self, harness: StorageHarness) -> None:
+        """Close after live (ADR 0056): on every subscription, each chunk whose publish
+        returned before the close committed comes first, each one published after the
+        commit comes after; tried many times, since the old adapters lost it by a race."""
+        for attempt in range(CLOSE_RACE_TRIES):
+            key = await created(harness)
+            async with harness.bus.subscribe(key, live=True) as first, \
+                    harness.bus.subscribe(key, live=True) as second:
+                before = [f"{attempt}.{n}" for n in range(3)]
+                await harness.bus.publish_live([LiveDraft(key, data) for data in before[:2]])
+                await harness.bus.publish_live([LiveDraft(key, before[2])])
+                async with harness.store.lock(key) as session:
+                    session.stream.close()
+                await harness.bus.publish_live([LiveDraft(key, "late")])
+                for subscription in (first, second):
+                    assert await chunks_until_closed(subscription) == before
+                    after = await subscription.next(WAKE_TIMEOUT)
+                    assert isinstance(after, LiveChunk) and after.data == "late"
+
+
+CLOSE_RACE_TRIES = 25
+
+
+async def chunks_until_closed(subscription: WakeSubscription) -> list[object]:
+    """The data of the chunks that come before the first wake that says closed."""
+    chunks: list[object] = []
+    while True:
+        signal = await subscription.next(WAKE_TIMEOUT)
+        assert signal is not None, f"no closing wake after {chunks}"
+        if isinstance(signal, LiveChunk):
+            chunks.append(signal.data)
+        elif signal.closed:
+            return chunks

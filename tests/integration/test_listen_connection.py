@@ -104,7 +104,7 @@ async def test_wakes_and_live_chunks_reach_other_processes_once(
                 assert isinstance(wake, Wake) and wake.records is not None
                 assert [(r.sequence, r.payload) for r in wake.records] == [(1, "héllo")]
             draft = LiveDraft(key, {"token": "hi"}, source="model_turn", attempt=1, index=3)
-            await writer.bus.publish_live(draft)
+            await writer.bus.publish_live([draft])
             # Live chunks reach local readers through the listener too, once (ADR 0017).
             chunk = await remote.next(DEADLINE)
             assert isinstance(chunk, LiveChunk) and chunk == draft.numbered(chunk.seq)

@@ -50,7 +50,7 @@ async def test_two_processes_number_one_stream_alike_and_in_delivery_order(
     a, b = nodes
     async with a.bus.subscribe(KEY, live=True) as on_a, b.bus.subscribe(KEY, live=True) as on_b:
         for n in range(40):
-            await (a, b)[n % 2].bus.publish_live(LiveDraft(KEY, n))
+            await (a, b)[n % 2].bus.publish_live([LiveDraft(KEY, n)])
             if n % 5 == 0:
                 await asyncio.sleep(0)  # let both senders run, so their batches interleave
         seen_a, seen_b = await received(on_a, 40), await received(on_b, 40)
@@ -63,11 +63,11 @@ async def test_a_re_driven_position_through_another_process_keeps_its_seq(
         nodes: tuple[PostgresAdapters, PostgresAdapters]) -> None:
     a, b = nodes
     async with b.bus.subscribe(KEY, live=True) as on_b:
-        await a.bus.publish_live(turn("Hel", 0))
-        await a.bus.publish_live(turn("lo", 1))
+        await a.bus.publish_live([turn("Hel", 0)])
+        await a.bus.publish_live([turn("lo", 1)])
         first = await received(on_b, 2)
-        await b.bus.publish_live(turn("lo", 1))
-        await b.bus.publish_live(turn("!", 2))
+        await b.bus.publish_live([turn("lo", 1)])
+        await b.bus.publish_live([turn("!", 2)])
         later = await received(on_b, 2)
     assert [chunk.seq for chunk in first + later] == [1, 2, 2, 3]
 
@@ -81,7 +81,7 @@ async def test_seq_goes_on_above_what_a_closed_process_numbered(
             restarted = await open_postgres(pg_dsn, migrate=False)
             try:
                 for n in range(3):
-                    await restarted.bus.publish_live(LiveDraft(KEY, f"{boot}.{n}"))
+                    await restarted.bus.publish_live([LiveDraft(KEY, f"{boot}.{n}")])
                 seen += await received(on_b, 3)
             finally:
                 await restarted.close()
@@ -96,7 +96,7 @@ async def test_a_process_without_a_listener_still_hands_its_readers_its_own_chun
     try:
         async with quiet.bus.subscribe(KEY, live=True) as local, \
                 a.bus.subscribe(KEY, live=True) as remote:
-            await quiet.bus.publish_live(LiveDraft(KEY, "mine"))
+            await quiet.bus.publish_live([LiveDraft(KEY, "mine")])
             assert [c.data for c in await received(local, 1)] == ["mine"]
             assert await received(remote, 1) == [LiveDraft(KEY, "mine").numbered(1)]
     finally:

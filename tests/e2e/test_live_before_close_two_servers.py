@@ -1,0 +1,56 @@
+"""Close after live across nodes (ADR 0056): two `runnel serve` processes on one Postgres,
+the chunks published on one, the close on the other, a `?live=true` reader on each. Every
+reader gets every chunk answered before the close, then `end`, however the race falls."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+import pytest
+import pytest_asyncio
+
+from tests.e2e.support import clients_of, two_nodes
+from tests.http.server import RunnelServer
+from tests.http.support import create_stream
+from tests.http.test_live import publish, subscribe
+from tests.http.test_live_before_close import CHUNKS, assert_all_before_end
+
+TRIES = 30
+
+
+@pytest.fixture(scope="module")
+def pair(database: str, tmp_path_factory: pytest.TempPathFactory
+         ) -> Iterator[tuple[RunnelServer, RunnelServer]]:
+    with two_nodes(database, tmp_path_factory, {}, {}) as both:
+        yield both
+
+
+@pytest_asyncio.fixture
+async def clients(pair: tuple[RunnelServer, RunnelServer]
+                  ) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
+    async with clients_of(*pair) as both:
+        yield both
+
+
+@pytest.mark.parametrize("publisher", [0, 1])
+async def test_chunks_from_one_node_reach_both_nodes_readers_before_the_other_nodes_close(
+        clients: tuple[httpx.AsyncClient, httpx.AsyncClient], run_id: str,
+        publisher: int) -> None:
+    on_publisher, on_closer = clients[publisher], clients[1 - publisher]
+    for attempt in range(TRIES):
+        stream_id = f"s{attempt}"
+        await create_stream(on_publisher, run_id, stream_id)
+        readers = [await subscribe(client, run_id, stream_id, live=True) for client in clients]
+        try:
+            sent = [f"chunk-{attempt}-{n}" for n in range(CHUNKS)]
+            for chunk in sent:
+                response = await publish(on_publisher, run_id, {"chunks": [chunk]}, stream_id)
+                assert response.status_code == 202, response.text
+            closed = await on_closer.post(f"/runs/{run_id}/streams/{stream_id}/close")
+            assert closed.status_code == 200, closed.text
+            for reader in readers:
+                await assert_all_before_end(reader, sent, attempt)
+        finally:
+            for reader in readers:
+                await reader.stop()
