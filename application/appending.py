@@ -17,7 +17,7 @@ from application.access import (
 from application.live import LivePublishing
 from application.node import NodeSettings
 from application.ports import Clock, StoredRecord, StreamSession, StreamStore, WakeBus
-from application.store_budget import store_budget
+from application.store_budget import store_budget, store_deadline
 from domain.definition import CreditPins
 from domain.errors import Backpressure, InvalidRecord
 from domain.identifiers import StreamKey
@@ -131,5 +131,7 @@ class Appender:
                     if remaining <= 0:
                         raise
                     await wakes.next(min(remaining, self._node.keepalive_seconds))
-                    # That wait was not on the store: the next attempt has a budget of its own.
-                    budget = store_budget(self._node.store_budget_seconds)
+                    # That wait was not on the store: the next attempt has a budget of its
+                    # own, when the caller opened one.
+                    if store_deadline() is not None:
+                        budget = store_budget(self._node.store_budget_seconds)
