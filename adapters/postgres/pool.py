@@ -12,6 +12,9 @@ Rules:
 - TCP keepalives run both ways: the server probes its clients, and each pool
   connection probes the server (and gives up on unacknowledged data) after
   `keepalive_seconds`, so a dead peer is noticed without traffic;
+- inside a store budget (`application/store_budget.py`), taking a connection,
+  each statement and giving the connection back all end by its deadline too
+  (`budgeted.py`);
 - every outage (refused or lost connection, a bound reached, the server
   shutting down or out of connections, no host of a multi-host DSN writable, a
   connection that reached a read-only standby, a closed connection used again, a
