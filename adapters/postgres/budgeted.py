@@ -2,13 +2,13 @@
 
 Rules:
 - a wait's bound is its own (`command_timeout`, the acquire bound) or what is left of
-  the request's budget (`application/store_budget.py`), whichever is shorter; with
-  the budget spent, a wait is not begun (`TimeoutError`, an outage);
+  the request's budget (`application/store_budget.py`), whichever is shorter;
+- with the budget spent, no connection is taken (`TimeoutError`, an outage); a
+  statement on a connection already held, and giving the connection back, still get
+  `FLOOR_SECONDS`, so a transaction can roll back and a healthy connection go back to
+  the pool, while one whose server does not answer is dropped by then;
 - a statement that reached its bound was sent and may still commit: whoever
-  answers says so (503 `store_unavailable`, retry with the same idempotency keys);
-- giving a connection back waits at least `RELEASE_FLOOR_SECONDS`, so a healthy
-  connection is kept even when its request used up the budget, and one whose
-  cancelled statement the server has not confirmed is dropped by then.
+  answers says so (503 `store_unavailable`, retry with the same idempotency keys).
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ import asyncpg
 
 from application.store_budget import store_deadline
 
-RELEASE_FLOOR_SECONDS = 0.1
+FLOOR_SECONDS = 0.1
 
 
 def within_budget(own: float | None) -> float | None:
-    """The bound of a wait starting now: `own`, or the budget's rest when shorter."""
+    """The bound of taking a connection now: `own`, or the budget's rest when shorter."""
     deadline = store_deadline()
     if deadline is None:
         return own
@@ -34,12 +34,14 @@ def within_budget(own: float | None) -> float | None:
     return left if own is None else min(own, left)
 
 
-def release_bound() -> float | None:
-    """How long giving a connection back may take (None: the pool's own bound)."""
+def held_bound(own: float | None) -> float | None:
+    """The bound of a statement on a held connection, or of giving it back: `own`, or the
+    budget's rest when shorter, but never under `FLOOR_SECONDS`."""
     deadline = store_deadline()
     if deadline is None:
-        return None
-    return max(deadline - time.monotonic(), RELEASE_FLOOR_SECONDS)
+        return own
+    left = max(deadline - time.monotonic(), FLOOR_SECONDS)
+    return left if own is None else min(own, left)
 
 
 class BudgetedConnection(asyncpg.Connection):  # type: ignore[misc]
@@ -48,7 +50,7 @@ class BudgetedConnection(asyncpg.Connection):  # type: ignore[misc]
     def _bound(self, timeout: float | None) -> float | None:
         if timeout is not None or store_deadline() is None:
             return timeout
-        return within_budget(self._config.command_timeout)  # the pool's per-statement bound
+        return held_bound(self._config.command_timeout)  # the pool's per-statement bound
 
     async def execute(self, query: str, *args: Any, timeout: float | None = None) -> Any:
         return await super().execute(query, *args, timeout=self._bound(timeout))

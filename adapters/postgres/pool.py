@@ -35,7 +35,7 @@ from typing import Any
 import asyncpg
 from asyncpg.pool import Pool
 
-from adapters.postgres.budgeted import BudgetedConnection, release_bound, within_budget
+from adapters.postgres.budgeted import BudgetedConnection, held_bound, within_budget
 from application.ports import StoreFull, StoreUnavailable
 
 OUTAGES: tuple[type[BaseException], ...] = (
@@ -110,7 +110,7 @@ class _Bounded:
                         trace: TracebackType | None) -> None:
         connection, self._connection = self._connection, None
         try:
-            await self._pool.release(connection, timeout=release_bound())
+            await self._pool.release(connection, timeout=held_bound(None))
         except BaseException as releasing:
             _raise_if_outage(releasing)
             raise
