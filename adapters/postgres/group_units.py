@@ -137,10 +137,11 @@ class BodyUnit:
 
     def fail(self, error: BaseException) -> None:
         """A body not yet entered is refused at its `async with`; one that ran is answered
-        when it awaits the commit."""
+        when it awaits the commit; one whose caller gave up before entering (cancelled,
+        or past its deadline) has nobody to answer."""
         if not self.entered.done():
             self.entered.set_exception(error)
-        else:
+        elif not self.entered.cancelled() and self.entered.exception() is None:
             _fail(self.committed, error)
 
     def leave(self, failure: BaseException | None) -> None:

@@ -1,8 +1,8 @@
 """An append's waits on the database share one deadline (docs/adr/0059): through a frozen
 database every append, the one in a group and those queued behind it, answers
 `StoreUnavailable` by its budget, on the default per-statement bounds; once the database
-is back each retried key is stored exactly once; and a `block` wait for an ack is not
-spent from the budget."""
+is back each retried key is stored exactly once; a `lock()` under a budget answers by it
+too; and a `block` wait for an ack is not spent from the budget."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ import pytest
 from adapters.postgres import PostgresAdapters, open_postgres
 from application.node import NodeSettings
 from application.ports import StoreUnavailable
+from application.store_budget import store_budget
+from domain.identifiers import StreamKey
 from tests.integration.blackhole_proxy import BlackholeProxy
 from tests.integration.support import DEADLINE, RUN, WRITER, definition, service_on
 from tests.pg import pg_dsn, pg_template  # noqa: F401  (fixtures)
@@ -89,3 +91,35 @@ async def test_a_blocked_append_waiting_for_an_ack_longer_than_the_budget_still_
         assert (await asyncio.wait_for(blocked, DEADLINE)).sequences == (3,)
     finally:
         await adapters.close()
+
+
+async def test_a_lock_under_a_budget_answers_by_it_waiting_for_its_session_or_its_commit(
+        proxy: BlackholeProxy, through_proxy: PostgresAdapters) -> None:
+    service = service_on(through_proxy)
+    await service.definitions.create(WRITER, RUN, definition("s"))
+    key = StreamKey(WRITER.tenant, RUN, "s")
+
+    async def lock(pause_inside: bool) -> None:
+        with store_budget(BUDGET):
+            async with through_proxy.store.lock(key):
+                if pause_inside:
+                    proxy.pause()  # the body is done; its group's commit will not answer
+
+    proxy.pause()
+    assert await _timed_refusal(lock(pause_inside=False)) <= BUDGET + MARGIN
+    proxy.resume()
+    await _until_locked(through_proxy, key)
+    assert await _timed_refusal(lock(pause_inside=True)) <= BUDGET + MARGIN
+    proxy.resume()
+
+
+async def _until_locked(adapters: PostgresAdapters, key: StreamKey) -> None:
+    """The database answers a lock again (after the frozen one was given up)."""
+    deadline = time.monotonic() + DEADLINE
+    while True:
+        try:
+            async with adapters.store.lock(key):
+                return
+        except StoreUnavailable:
+            assert time.monotonic() < deadline, "the database never answered again"
+            await asyncio.sleep(0.2)
