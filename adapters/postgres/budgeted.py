@@ -48,9 +48,10 @@ class BudgetedConnection(asyncpg.Connection):  # type: ignore[misc]
     """A pool connection whose statements (BEGIN and COMMIT too) end by the budget."""
 
     def _bound(self, timeout: float | None) -> float | None:
-        if timeout is not None or store_deadline() is None:
+        if store_deadline() is None:
             return timeout
-        return held_bound(self._config.command_timeout)  # the pool's per-statement bound
+        # The caller's bound, else the pool's per-statement one (`command_timeout`).
+        return held_bound(self._config.command_timeout if timeout is None else timeout)
 
     async def execute(self, query: str, *args: Any, timeout: float | None = None) -> Any:
         return await super().execute(query, *args, timeout=self._bound(timeout))

@@ -118,7 +118,7 @@ class _Bounded:
             _raise_if_outage(error)
 
     def __await__(self) -> Any:
-        return Pool.acquire(self._pool, timeout=within_budget(self._timeout)).__await__()
+        return self.__aenter__().__await__()
 
 
 def as_unavailable(error: BaseException) -> StoreUnavailable | None:
