@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AsyncExitStack
+from contextlib import AbstractContextManager, AsyncExitStack, nullcontext
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -17,6 +17,7 @@ from application.access import (
 from application.live import LivePublishing
 from application.node import NodeSettings
 from application.ports import Clock, StoredRecord, StreamSession, StreamStore, WakeBus
+from application.store_budget import store_budget, store_deadline
 from domain.definition import CreditPins
 from domain.errors import Backpressure, InvalidRecord
 from domain.identifiers import StreamKey
@@ -51,6 +52,8 @@ class Appender:
     policy `block` waits, without holding the lock, for wakes (acks) until its
     pinned timeout, then answers backpressure. A `best_effort` stream stores
     nothing: its records go out as live chunks to whoever is connected.
+    An attempt's waits on the store (its definition, its transaction) share one
+    deadline, `store_budget_seconds` from its start; a `block` wait is not one of them.
     """
 
     def __init__(self, store: StreamStore, bus: WakeBus, clock: Clock, node: NodeSettings,
@@ -65,18 +68,20 @@ class Appender:
     async def append(self, principal: Principal, run_id: str, stream_id: str,
                      records: Sequence[Any]) -> AppendResult:
         key = stream_key(principal, run_id, stream_id)
-        definition = await definition_for_writing(self._definitions, principal, key,
-                                                  self._node.region)
-        if not isinstance(records, list) or not records:
-            raise InvalidRecord("records must be a non-empty list")
-        drafts = [draft_from_wire(item, definition.redaction.mask) for item in records]
-        if definition.mode == "best_effort":
-            stream = await load_stream(self._store, key)
-            stream.ensure_open(nothing_more_is="sent")
-            published = await self._live.publish_drafts(key, definition.redaction.mask, drafts)
-            return AppendResult((), stream.head, 0, published)
-        return await self.under_unread_policy(key, definition.credit,
-                                              lambda: self.append_drafts(key, drafts))
+        with store_budget(self._node.store_budget_seconds):  # the definition shares it
+            definition = await definition_for_writing(self._definitions, principal, key,
+                                                      self._node.region)
+            if not isinstance(records, list) or not records:
+                raise InvalidRecord("records must be a non-empty list")
+            drafts = [draft_from_wire(item, definition.redaction.mask) for item in records]
+            if definition.mode == "best_effort":
+                stream = await load_stream(self._store, key)
+                stream.ensure_open(nothing_more_is="sent")
+                published = await self._live.publish_drafts(key, definition.redaction.mask,
+                                                            drafts)
+                return AppendResult((), stream.head, 0, published)
+            return await self.under_unread_policy(key, definition.credit,
+                                                  lambda: self.append_drafts(key, drafts))
 
     async def append_drafts(self, key: StreamKey, drafts: Sequence[Draft]) -> AppendResult:
         return await self._store.transact(key, lambda session: self.append_in(session, drafts))
@@ -116,11 +121,17 @@ class Appender:
         async with AsyncExitStack() as stack:
             # Subscribe before the first try so an ack committed in between still wakes us.
             wakes = await stack.enter_async_context(self._bus.subscribe(key))
+            budget: AbstractContextManager[None] = nullcontext()  # the caller's, at first
             while True:
                 try:
-                    return await attempt()
+                    with budget:
+                        return await attempt()
                 except Backpressure:
                     remaining = deadline - loop.time()
                     if remaining <= 0:
                         raise
                     await wakes.next(min(remaining, self._node.keepalive_seconds))
+                    # That wait was not on the store: the next attempt has a budget of its
+                    # own, when the caller opened one.
+                    if store_deadline() is not None:
+                        budget = store_budget(self._node.store_budget_seconds)

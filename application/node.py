@@ -28,3 +28,6 @@ class NodeSettings:
     """Streams one run may hold, counted by the store under the run's lock (every node)."""
     upkeep: UpkeepSettings = field(default_factory=UpkeepSettings)
     """What storage upkeep keeps (ADR 0032)."""
+    store_budget_seconds: float | None = None
+    """The longest an append's attempt may wait on the store, all its waits together
+    (`store_budget.py`, ADR 0059); None: each wait keeps only its own bound."""

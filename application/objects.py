@@ -13,7 +13,14 @@ from application.access import (
 from application.appending import Appender
 from application.deletion import BodyDeleter
 from application.node import NodeSettings
-from application.ports import Clock, ObjectStore, StreamSession, StreamStore
+from application.ports import (
+    Clock,
+    ObjectRegionUnavailable,
+    ObjectStore,
+    StreamSession,
+    StreamStore,
+)
+from domain.definition import PlacementPins
 from domain.errors import DomainError, NotFound, ObjectStateConflict
 from domain.identifiers import StreamKey, object_intent_id
 from domain.object_intent import (
@@ -48,7 +55,7 @@ class Objects:
         key = stream_key(principal, run_id, stream_id)
         stream = await stream_for_writing(self._store, principal, key, self._node.region)
         pins.validate()
-        region = object_region_for(stream.definition.placement, self._node.region)
+        region = self._region_for_bodies(stream.definition.placement)
         receipt = AuthorizationReceipt(principal.sub, tuple(sorted(principal.scopes)),
                                        principal.token_id)
         expires_at = self._clock.now() + timedelta(seconds=self._node.object_intent_ttl_seconds)
@@ -63,6 +70,17 @@ class Objects:
             session.stream.reserve_object(intent.object_id, intent.size)
             session.save_intent(intent)
             return intent, True
+
+    def _region_for_bodies(self, placement: PlacementPins) -> str:
+        """The pinned region this node puts the stream's bodies in; refused at prepare,
+        before any body moves, when it has a store for none of them (ADR 0058)."""
+        region = object_region_for(placement, self._node.region, self._objects.serves)
+        if region is None:
+            raise ObjectRegionUnavailable(
+                f"this node ({self._node.region}) has no object store for any of the "
+                f"stream's object regions ({', '.join(placement.object_regions)}); "
+                "prepare the object on a node that has one")
+        return region
 
     async def upload(self, principal: Principal, run_id: str, stream_id: str, object_id: str,
                      body: AsyncIterable[bytes]) -> ObjectIntent:

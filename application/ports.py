@@ -429,8 +429,11 @@ class ObjectStore(Protocol):
     accept wrong checksums): on a mismatch it keeps nothing and raises
     `SizeMismatch` / `DigestMismatch`. A region without a configured store
     raises `ObjectRegionUnavailable` (never a silent write elsewhere). A store that cannot
-    be reached or fails raises `ObjectStoreUnavailable`.
+    be reached or fails raises `ObjectStoreUnavailable`. `serves` says, without I/O,
+    whether a region has a store here, so a step can be refused before any body moves.
     """
+
+    def serves(self, region: str) -> bool: ...
 
     async def put(self, region: str, key: str, body: AsyncIterable[bytes], size: int,
                   sha256: str) -> ObjectEvidence: ...

@@ -6,6 +6,8 @@ region of the node that serves the request.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from domain.definition import PlacementPins
 from domain.errors import EgressDenied, WrongRegion
 
@@ -47,8 +49,11 @@ def ensure_may_serve_content_here(placement: PlacementPins, node_region: str) ->
         )
 
 
-def object_region_for(placement: PlacementPins, node_region: str) -> str:
-    """Where a body goes: the node's own region only if pinned, else the first pinned one."""
-    if node_region in placement.object_regions:
+def object_region_for(placement: PlacementPins, node_region: str,
+                      served_here: Callable[[str], bool]) -> str | None:
+    """Where a body goes: a pinned region this node has a store for, its own region first,
+    else the first such in pin order; None when it has a store for none of them."""
+    candidates = [region for region in placement.object_regions if served_here(region)]
+    if node_region in candidates:
         return node_region
-    return placement.object_regions[0]
+    return candidates[0] if candidates else None

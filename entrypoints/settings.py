@@ -121,6 +121,10 @@ class Settings(BaseSettings):
     db_connect_timeout_seconds: float = Field(5.0, gt=0)
     db_idle_in_transaction_seconds: float = Field(30.0, gt=0)
     """The server ends a session idle inside a transaction after this long (its locks go)."""
+    db_request_budget_seconds: float = Field(8.0, gt=0)
+    """The longest an append waits on the database, all its waits together (a connection,
+    its statements, its place in a group commit, the commit); past it, 503
+    `store_unavailable`, retry with the same idempotency keys (ADR 0059)."""
     db_keepalive_seconds: float = Field(10.0, ge=1)
     """TCP keepalive idle time, both ways; a silent peer is given up after about twice it."""
     env: Literal["development", "production"] = "development"
@@ -394,6 +398,7 @@ class Settings(BaseSettings):
             delivery_lease_seconds=self.delivery_lease_seconds,
             delivery_max_attempts=self.delivery_max_attempts,
             orphan_grace_seconds=self.orphan_grace_seconds,
+            store_budget_seconds=self.db_request_budget_seconds,
             credit_ceilings=CreditCeilings(
                 max_unread_items=self.max_unread_items_ceiling,
                 max_unread_bytes=self.max_unread_bytes_ceiling,

@@ -72,6 +72,9 @@ class FilesystemObjectStore:
             if "/" in region:
                 raise UnsafeObjectKey(f"region {region!r} must be a single path segment")
 
+    def serves(self, region: str) -> bool:
+        return self._regions is None or region in self._regions
+
     def path_for(self, region: str, key: str) -> Path:
         """Where a body lives; refuses unknown regions and keys that would escape."""
         if self._regions is not None and region not in self._regions:

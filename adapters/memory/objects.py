@@ -18,6 +18,9 @@ class MemoryObjectStore:
         self._written: dict[tuple[str, str], datetime] = {}
         self._clock = clock
 
+    def serves(self, region: str) -> bool:
+        return region in self._bodies
+
     def _region(self, region: str) -> dict[str, bytes]:
         if region not in self._bodies:
             raise ObjectRegionUnavailable(f"no object store configured for region {region!r}")

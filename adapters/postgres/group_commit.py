@@ -75,6 +75,8 @@ from adapters.postgres.group_units import (
     Unit,
     Work,
     WorkUnit,
+    by_deadline,
+    group_deadline,
     inside,
     outside,
     refuse_nested,
@@ -84,6 +86,7 @@ from adapters.postgres.optimistic_group import OptimisticGroups
 from adapters.postgres.pool import as_unavailable
 from adapters.postgres.stream_cache import StreamCache
 from adapters.postgres.unit_of_work import PostgresSession
+from application.store_budget import store_deadline, store_deadline_at
 from domain.identifiers import StreamKey
 
 
@@ -122,9 +125,11 @@ class GroupCommitter:
     async def unit_of_work(self, key: StreamKey) -> AsyncIterator[PostgresSession]:
         self._refuse(key)
         loop = asyncio.get_running_loop()
-        unit = BodyUnit(key, loop.create_future(), loop.create_future(), loop.create_future())
+        unit = BodyUnit(key, loop.create_future(), loop.create_future(), loop.create_future(),
+                        deadline=store_deadline())
         self._enqueue(unit)
         try:
+            await by_deadline(unit.entered, unit.deadline)
             session = await unit.entered
         except asyncio.CancelledError:
             # Handed a session just as we were cancelled: give it back, or the group waits.
@@ -144,6 +149,7 @@ class GroupCommitter:
         finally:
             outside(token)
         unit.leave(None)
+        await by_deadline(unit.committed, unit.deadline)
         await unit.committed
 
     async def run(self, key: StreamKey, work: Work) -> Any:
@@ -152,8 +158,10 @@ class GroupCommitter:
         `work` may be called twice (optimistically, then under the lock): it must act
         on the session only."""
         self._refuse(key)
-        unit = WorkUnit(key, work, asyncio.get_running_loop().create_future())
+        unit = WorkUnit(key, work, asyncio.get_running_loop().create_future(),
+                        deadline=store_deadline())
         self._enqueue(unit)
+        await by_deadline(unit.committed, unit.deadline)
         return await unit.committed
 
     def _refuse(self, key: StreamKey) -> None:
@@ -191,13 +199,17 @@ class GroupCommitter:
             keys = {unit.key for unit in group}
             self._busy |= keys
             try:
-                if not (self.optimistic and await self._optimistic.run(group)):
-                    retry = await self._locked.run(group, self.before_commit)
-                    self._queue.extendleft(reversed(retry))
+                with store_deadline_at(group_deadline(group)):
+                    await self._run_group(group)
             finally:
                 self._busy -= keys
                 if self._queue:
                     self._arrived.set()
+
+    async def _run_group(self, group: list[Unit]) -> None:
+        if not (self.optimistic and await self._optimistic.run(group)):
+            retry = await self._locked.run(group, self.before_commit)
+            self._queue.extendleft(reversed(retry))
 
     def _take(self) -> list[Unit]:
         """The next group: queued units of work, in arrival order, on streams no other

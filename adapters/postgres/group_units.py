@@ -11,13 +11,18 @@ Rules:
   error that stopped it (`fail`); whatever comes later is ignored;
 - running a unit on its stream keeps what its session staged only when it ends
   cleanly (`accept`); otherwise the stream is put back as it was (`reject`);
-- a unit may not open another unit while it runs (`NestedUnitOfWork`).
+- a unit may not open another unit while it runs (`NestedUnitOfWork`);
+- its caller waits (for a session, for the commit) until the unit's deadline at most,
+  then hears `StoreUnavailable` (`by_deadline`): a unit still queued is then dropped,
+  one already in a group may still commit; its group's waits end by the latest
+  deadline of its units (`group_deadline`), so its connection is free by then.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +38,7 @@ from adapters.postgres.unit_of_work import (
     accept,
     reject,
 )
+from application.ports import StoreUnavailable
 from domain.identifiers import StreamKey
 
 Work = Callable[[PostgresSession], Awaitable[Any]]
@@ -59,6 +65,8 @@ class WorkUnit:
     """What `work` returned on its last run."""
     attempts: int = 0
     """Locked groups that failed before this unit ran (see `MAX_GROUP_ATTEMPTS`)."""
+    deadline: float | None = None
+    """Its request's store budget (`time.monotonic()`), or None."""
 
     @property
     def abandoned(self) -> bool:
@@ -112,6 +120,8 @@ class BodyUnit:
     """None on a clean exit of the body, else what the body raised."""
     attempts: int = 0
     """Locked groups that failed before this unit ran (see `MAX_GROUP_ATTEMPTS`)."""
+    deadline: float | None = None
+    """Its request's store budget (`time.monotonic()`), or None."""
 
     @property
     def abandoned(self) -> bool:
@@ -127,10 +137,11 @@ class BodyUnit:
 
     def fail(self, error: BaseException) -> None:
         """A body not yet entered is refused at its `async with`; one that ran is answered
-        when it awaits the commit."""
+        when it awaits the commit; one whose caller gave up before entering (cancelled,
+        or past its deadline) has nobody to answer."""
         if not self.entered.done():
             self.entered.set_exception(error)
-        else:
+        elif not self.entered.cancelled() and self.entered.exception() is None:
             _fail(self.committed, error)
 
     def leave(self, failure: BaseException | None) -> None:
@@ -183,3 +194,26 @@ def _set(future: asyncio.Future[Any], value: Any) -> None:
 def _fail(future: asyncio.Future[Any], error: BaseException) -> None:
     if not future.done():
         future.set_exception(error)
+
+
+def group_deadline(group: list[Unit]) -> float | None:
+    """When the group's waits end: the latest of its units' deadlines (None if one has
+    none)."""
+    deadlines = [unit.deadline for unit in group]
+    return None if None in deadlines else max(d for d in deadlines if d is not None)
+
+
+async def by_deadline(future: asyncio.Future[Any], deadline: float | None) -> None:
+    """Wait for `future` until `deadline`; past it, fail it (if not done) with
+    `StoreUnavailable`. A caller cancelled meanwhile cancels `future` (its unit is
+    abandoned, as when it awaits `future` itself)."""
+    if deadline is None or future.done():
+        return
+    try:
+        await asyncio.wait((future,), timeout=max(0.0, deadline - time.monotonic()))
+    except asyncio.CancelledError:
+        future.cancel()
+        raise
+    if not future.done():
+        _fail(future, StoreUnavailable("the database did not answer within the request's "
+                                       "budget"))

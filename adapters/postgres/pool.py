@@ -12,6 +12,9 @@ Rules:
 - TCP keepalives run both ways: the server probes its clients, and each pool
   connection probes the server (and gives up on unacknowledged data) after
   `keepalive_seconds`, so a dead peer is noticed without traffic;
+- inside a store budget (`application/store_budget.py`), taking a connection,
+  each statement and giving the connection back all end by its deadline too
+  (`budgeted.py`);
 - every outage (refused or lost connection, a bound reached, the server
   shutting down or out of connections, no host of a multi-host DSN writable, a
   connection that reached a read-only standby, a closed connection used again, a
@@ -30,8 +33,9 @@ from types import TracebackType
 from typing import Any
 
 import asyncpg
-from asyncpg.pool import Pool, PoolAcquireContext
+from asyncpg.pool import Pool
 
+from adapters.postgres.budgeted import BudgetedConnection, held_bound, within_budget
 from application.ports import StoreFull, StoreUnavailable
 
 OUTAGES: tuple[type[BaseException], ...] = (
@@ -81,17 +85,21 @@ class DatabaseBounds:
 
 
 class _Bounded:
-    """`pool.acquire()`: the pool's own context, with its bound and outages translated;
-    `pool.waiting` counts the callers inside `__aenter__` (waiting for a connection)."""
+    """`pool.acquire()`: a connection within the bound (and the store budget), given back
+    within the budget, with outages translated; `pool.waiting` counts the callers inside
+    `__aenter__` (waiting for a connection)."""
 
-    def __init__(self, inner: PoolAcquireContext, pool: BoundedPool) -> None:
-        self._inner = inner
+    def __init__(self, pool: BoundedPool, timeout: float) -> None:
         self._pool = pool
+        self._timeout = timeout
+        self._connection: asyncpg.Connection | None = None
 
     async def __aenter__(self) -> asyncpg.Connection:
         self._pool.waiting += 1
         try:
-            return await self._inner.__aenter__()
+            self._connection = await Pool.acquire(self._pool,
+                                                  timeout=within_budget(self._timeout))
+            return self._connection
         except BaseException as error:
             _raise_if_outage(error)
             raise
@@ -100,8 +108,9 @@ class _Bounded:
 
     async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
                         trace: TracebackType | None) -> None:
+        connection, self._connection = self._connection, None
         try:
-            await self._inner.__aexit__(kind, error, trace)
+            await self._pool.release(connection, timeout=held_bound(None))
         except BaseException as releasing:
             _raise_if_outage(releasing)
             raise
@@ -144,8 +153,7 @@ class BoundedPool(Pool):  # type: ignore[misc]
         """Callers waiting for a connection right now (for the node's metrics)."""
 
     def acquire(self, *, timeout: float | None = None) -> Any:
-        return _Bounded(super().acquire(
-            timeout=self._acquire_timeout if timeout is None else timeout), self)
+        return _Bounded(self, self._acquire_timeout if timeout is None else timeout)
 
 
 async def _keepalive(bounds: DatabaseBounds, connection: asyncpg.Connection) -> None:
@@ -169,7 +177,7 @@ async def open_pool(dsn: str, bounds: DatabaseBounds, *, max_size: int,
         await _keepalive(bounds, connection)
 
     pool = BoundedPool(
-        dsn, acquire_timeout=bounds.acquire_timeout_seconds, connection_class=asyncpg.Connection,
+        dsn, acquire_timeout=bounds.acquire_timeout_seconds, connection_class=BudgetedConnection,
         record_class=asyncpg.Record, min_size=1, max_size=max_size, max_queries=50000,
         max_inactive_connection_lifetime=300.0, connect=None, setup=None, init=init,
         reset=reset, loop=None, timeout=bounds.connect_timeout_seconds,

@@ -127,6 +127,9 @@ class S3ObjectStore:
                         exc: BaseException | None, tb: TracebackType | None) -> None:
         await self.close()
 
+    def serves(self, region: str) -> bool:
+        return region in self._configs
+
     def _target(self, region: str) -> tuple[Any, str]:
         if region not in self._configs:
             raise ObjectRegionUnavailable(f"no object store configured for region {region!r}")

@@ -42,6 +42,9 @@ class FlakyObjectStore:
         self._inner = inner
         self.failures = failures
 
+    def serves(self, region: str) -> bool:
+        return self._inner.serves(region)
+
     async def put(self, region: str, key: str, body: AsyncIterable[bytes], size: int,
                   sha256: str) -> ObjectEvidence:
         return await self._inner.put(region, key, body, size, sha256)

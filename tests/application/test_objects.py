@@ -4,6 +4,7 @@ import pytest
 
 from adapters.memory.simulation import Simulation, simulation
 from application.node import NodeSettings
+from application.ports import ObjectRegionUnavailable
 from application.views import record_envelope
 from domain.errors import (
     DigestMismatch,
@@ -15,6 +16,7 @@ from domain.errors import (
     SizeMismatch,
     StreamClosed,
 )
+from domain.identifiers import object_intent_id
 from domain.object_intent import IntentState, ObjectIntent
 from domain.records import ObjectRef
 from tests.application.support import (
@@ -204,6 +206,27 @@ async def test_bodies_go_to_the_pinned_object_region_not_the_nodes_own() -> None
     await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(BODY))
     objects = sim.ports.objects
     assert (objects.keys("eu"), objects.keys("local")) == ([intent.object_key], [])
+
+
+async def test_a_pinned_region_without_a_store_here_is_skipped_for_one_with_a_store() -> None:
+    sim = simulation(regions=("eu",))
+    await make_stream(sim, placement={"metadata_home": "local", "object_regions": ["local", "eu"]})
+    intent, _ = await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(BODY))
+    assert intent.region == "eu"
+    await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(BODY))
+    assert sim.ports.objects.keys("eu") == [intent.object_key]
+
+
+async def test_prepare_is_refused_when_no_pinned_region_has_a_store_here_and_keeps_nothing(
+        ) -> None:
+    # No client uploads 32 MiB into a dead end: the refusal comes before any body moves.
+    sim = simulation(regions=("local",))
+    await make_stream(sim, placement={"metadata_home": "local", "object_regions": ["eu", "us"]})
+    with pytest.raises(ObjectRegionUnavailable, match="eu, us"):
+        await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(BODY))
+    stream = await sim.ports.store.load(key())
+    assert stream is not None and stream.reservations == {}
+    assert await sim.ports.store.load_intent(key(), str(object_intent_id(key(), "o1"))) is None
 
 
 async def test_an_intent_past_its_deadline_refuses_upload_and_commit_and_stays_expired() -> None:

@@ -97,6 +97,7 @@ class ObjectStoreContract:
     async def test_an_unconfigured_region_is_refused(
             self, object_store: ObjectStore, region: str) -> None:
         elsewhere = f"nowhere-{uuid4().hex[:8]}"
+        assert object_store.serves(region) and not object_store.serves(elsewhere)
         with pytest.raises(LookupError):
             await object_store.put(elsewhere, new_object_key(), chunked(b"x"), 1, digest(b"x"))
         with pytest.raises(LookupError):

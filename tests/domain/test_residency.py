@@ -1,9 +1,11 @@
 """Residency: writes only at the metadata home, content out only via egress regions,
-bodies only into pinned object regions."""
+bodies only into pinned object regions this node has a store for."""
 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from domain.definition import PlacementPins
 from domain.errors import EgressDenied, WrongRegion
@@ -45,4 +47,32 @@ def test_content_is_refused_elsewhere_even_where_the_metadata_lives(region: str)
                                               ("us-1", "eu-2"), ("ap-1", "eu-2")])
 def test_bodies_go_to_the_local_region_only_if_pinned_else_the_first_pinned(
         node: str, target: str) -> None:
-    assert object_region_for(PLACEMENT, node) == target
+    assert object_region_for(PLACEMENT, node, lambda region: True) == target
+
+
+def test_bodies_skip_a_pinned_region_this_node_has_no_store_for() -> None:
+    assert object_region_for(PLACEMENT, "eu-1", {"eu-2"}.__contains__) == "eu-2"
+    assert object_region_for(PLACEMENT, "us-1", {"eu-1"}.__contains__) == "eu-1"
+
+
+def test_no_store_here_for_any_pinned_region_is_no_region() -> None:
+    assert object_region_for(PLACEMENT, "eu-1", {"eu-1-backup", "us-1"}.__contains__) is None
+
+
+REGION = st.sampled_from(["a", "b", "c", "d"])
+
+
+@given(pinned=st.lists(REGION, min_size=1, max_size=4, unique=True), node=REGION,
+       served=st.frozensets(REGION))
+def test_a_body_goes_only_to_a_pinned_region_served_here_preferring_the_nodes_own(
+        pinned: list[str], node: str, served: frozenset[str]) -> None:
+    placement = PlacementPins(metadata_home=node, object_regions=tuple(pinned),
+                              client_egress_regions=(node,), log_region=node)
+    target = object_region_for(placement, node, served.__contains__)
+    candidates = [region for region in pinned if region in served]
+    if not candidates:
+        assert target is None
+    elif node in candidates:
+        assert target == node
+    else:
+        assert target == candidates[0]

@@ -234,10 +234,11 @@ async def test_egress_rules_and_unserved_object_regions(
     assert (await api.post(object_url + "/commit")).status_code == 201
     assert_problem(await api.get(object_url + "/body"), 403, "egress_denied")
 
+    # A region this node has no store for is refused at prepare, before any body moves.
     await create_stream(api, run_id, "elsewhere", placement={"object_regions": ["eu"]})
-    prepared = await prepare(api, run_id, BODY, stream_id="elsewhere")
-    refused = await api.put(absolute(server, prepared["upload_url"]), content=BODY)
+    refused = await api.post(objects_url(run_id, "elsewhere"), json=pins(BODY))
     assert_problem(refused, 503, "object_region_unavailable")
+    assert "(eu)" in refused.json()["detail"]
 
 
 OBJECT_ROUTES = [

@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from entrypoints.settings import Settings
 from tests.http.server import RunnelServer, bearer, token
 from tests.http.support import assert_problem
 from tests.integration.blackhole_proxy import ProxyThread
@@ -58,3 +59,51 @@ def test_a_hung_database_is_503_store_unavailable_and_the_key_settles_the_retry(
         time.sleep(0.2)
     assert retried.status_code in (200, 201) and retried.json()["sequences"] == [1]
     assert [r["payload"] for r in api.get(RECORDS).json()["records"]] == ["kept"]
+
+
+DEFAULT_BUDGET = Settings.model_fields["db_request_budget_seconds"].default
+BUDGET_MARGIN = 2.0
+"""Slack over the request budget for the answer to travel; a behaviour bound, not a benchmark."""
+
+
+@pytest.fixture
+def paused_server(pg_dsn: str, tmp_path: Path  # noqa: F811
+                  ) -> Iterator[tuple[httpx.Client, ProxyThread, str]]:
+    """A server on the default database bounds (only the budget named), through a proxy."""
+    proxy = ProxyThread(pg_dsn)
+    env = {"RUNNEL_DATABASE_URL": proxy.start(), "RUNNEL_STORAGE": "postgres",
+           "RUNNEL_DB_REQUEST_BUDGET_SECONDS": None}
+    server = RunnelServer.start(env, tmp_path)
+    try:
+        with httpx.Client(base_url=server.api, headers=bearer(token()), timeout=DEADLINE) as api:
+            yield api, proxy, server.url
+    finally:
+        server.stop()
+        proxy.close()
+
+
+def test_an_append_to_a_frozen_database_answers_503_within_the_default_budget(
+        paused_server: tuple[httpx.Client, ProxyThread, str]) -> None:
+    # A frozen server (SIGSTOP): every byte held, nothing refused; the append's statement,
+    # the cancel request and the connection's release would each wait their own bound.
+    api, proxy, server_url = paused_server
+    assert api.post("/runs/r/streams", json={"stream_id": "s",
+                                            "content_class": "output.text"}).status_code == 201
+    first = {"records": [{"payload": "first", "idempotency_key": "k0"}]}
+    assert api.post(RECORDS, json=first).status_code == 201
+    proxy.pause()
+    body = {"records": [{"payload": "kept", "idempotency_key": "k1"}]}
+    began = time.monotonic()
+    refused = api.post(RECORDS, json=body)
+    answered_in = time.monotonic() - began
+    assert_problem(refused, 503, "store_unavailable")
+    assert refused.headers["retry-after"] == "2"
+    assert answered_in <= DEFAULT_BUDGET + BUDGET_MARGIN, answered_in
+    began = time.monotonic()
+    assert_problem(api.get(server_url + "/readyz"), 503, "not_ready")
+    assert time.monotonic() - began <= 3.0
+    proxy.resume()
+    while (retried := api.post(RECORDS, json=body)).status_code == 503:
+        time.sleep(0.2)
+    assert retried.status_code in (200, 201) and retried.json()["sequences"] == [2]
+    assert [r["payload"] for r in api.get(RECORDS).json()["records"]] == ["first", "kept"]

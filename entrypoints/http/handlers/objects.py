@@ -49,7 +49,9 @@ async def prepare_object(
     413 `too_large` above 32 MiB; 422 `invalid_content_type` unless `content_type` is a media
     type (RFC 9110). `upload_url` is an absolute path on this node. The intent records who
     prepared it: upload, commit and abort (and a repeated prepare) are for that principal
-    or an admin, anyone else gets 403 `not_intent_owner`."""
+    or an admin, anyone else gets 403 `not_intent_owner`. 503 `object_region_unavailable`
+    when this node has an object store for none of the stream's `object_regions`: refused
+    before any body is sent, nothing kept."""
     pins = ObjectPins(idempotency_key=data.idempotency_key, sha256=data.sha256, size=data.size,
                       content_type=data.content_type, schema=data.schema)
     intent, created = await caller.service.objects.prepare(caller.principal, run_id, stream_id,
