@@ -8,7 +8,8 @@ Rules:
   every record before it is formatted, so no logger can get past them; in JSON, an
   uncaught exception is logged (CRITICAL) rather than printed;
 - `RUNNEL_LOG_LEVEL` (default INFO) is the root's level; `RUNNEL_LOG_FORMAT` picks
-  `text` (timestamped lines) or `json` (one object per line, `log_format.py`);
+  `text` (timestamped lines) or `json` (one object per line, `log_format.py`); what is
+  logged while the configuration is being built is held, then written by that handler;
 - `runnel serve` hands the same configuration to uvicorn, whose own loggers then
   propagate to the root; `--access-log` turns `uvicorn.access` on.
 """
@@ -50,10 +51,27 @@ def logging_config(settings: Settings) -> dict[str, Any]:
 
 
 def configure_logging(settings: Settings) -> None:
-    logging.config.dictConfig(logging_config(settings))
+    early = _Held()  # what resolving the settings logs (a tightened data dir) waits for
+    logging.getLogger().addHandler(early)
+    try:
+        config = logging_config(settings)
+    finally:
+        logging.getLogger().removeHandler(early)
+    logging.config.dictConfig(config)
+    for record in early.records:
+        logging.getLogger(record.name).handle(record)
     logging.captureWarnings(True)
     if settings.log_format == "json":  # a crash is one JSON line too, scrubbed like the rest
         sys.excepthook = _log_uncaught
+
+
+class _Held(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
 
 
 def _log_uncaught(kind: type[BaseException], error: BaseException,
