@@ -83,21 +83,41 @@ class _Server(uvicorn.Server):
         for server in self.servers:
             for listening in server.sockets:
                 port = listening.getsockname()[1]
-        print(_banner(self._settings, self.config.host, port), flush=True)
+        _announce(self._settings, self.config.host, port)
 
 
-def _banner(settings: Settings, host: str, port: int) -> str:
+def _announce(settings: Settings, host: str, port: int) -> None:
+    """The banner on stdout; with JSON logs, one log line instead (stdout is a log stream
+    to a supervisor) and the banner only when stdout is a terminal, a person reading it."""
+    if settings.log_format != "json":
+        print(_banner(settings, host, port), flush=True)
+        return
+    logging.getLogger("runnel.serve").info(
+        "%s", "; ".join(line.strip() for line in _banner_head(settings, host, port)))
+    if sys.stdout.isatty():
+        print(_banner(settings, host, port), flush=True)
+
+
+def _banner_head(settings: Settings, host: str, port: int) -> list[str]:
+    """Where it listens and what it runs on: no token, no example."""
     url = f"http://{host}:{port}"
     storage = ("in memory (nothing survives exit)" if settings.storage == "memory"
                else "Postgres at RUNNEL_DATABASE_URL" if settings.database_url
                else f"embedded Postgres under {settings.data_dir.resolve()}")
-    return "\n".join([
+    return [
         f"Runnel listening on {url}",
         f"  storage:   {storage}; region {settings.region}",
         f"  inputs:    input records {_inputs(settings)}"
         + ("" if settings.workers else " (this process runs no workers: `runnel worker` "
            "delivers with its own RUNNEL_WAIT_SERVICE)"),
         f"  API docs:  {url}/schema  (self-contained; OpenAPI: {url}/schema/openapi.json)",
+    ]
+
+
+def _banner(settings: Settings, host: str, port: int) -> str:
+    url = f"http://{host}:{port}"
+    return "\n".join([
+        *_banner_head(settings, host, port),
         *_token_lines(settings, host),
         f"  try it:    create stream 'answer' in run {EXAMPLE_RUN!r} (then: README, A first "
         f"stream; the console at {url}/)",
@@ -186,8 +206,8 @@ def _warn_durable_streams_binding(settings: Settings, host: str) -> None:
     from entrypoints.http.durable_streams import refuse_unsafe_binding
 
     warning = refuse_unsafe_binding(settings, host)  # ValueError off loopback
-    if warning is not None:
-        print(warning, file=sys.stderr, flush=True)
+    if warning is not None:  # logged: a plain line would break a JSON log
+        logging.getLogger("runnel.config").warning("%s", warning)
 
 
 def _serve(args: argparse.Namespace) -> int:
