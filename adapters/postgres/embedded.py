@@ -72,9 +72,9 @@ class EmbeddedPostgres:
         return self._server.get_pid()
 
     def stop(self, mode: StopMode = "fast") -> None:
-        """Detach; when no other live process is attached, stop the server and wait for
-        it. `immediate` is a crash stop (recovery from WAL at the next start): what a power
-        cut would do, for durability tests."""
+        """Detach; when no live handle remains (of this process or another), stop the
+        server and wait for it. `immediate` is a crash stop (recovery from WAL at the next
+        start): what a power cut would do, for durability tests."""
         if self._stopped:
             return
         self._stopped = True
