@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import pytest
 
 from adapters.postgres import PostgresAdapters, open_postgres
 from adapters.postgres.embedded import start_embedded
+from adapters.postgres.embedded_attachments import ATTACHED_FILE, Attachments
 from tests.embedded_dirs import embedded_dir
 from tests.integration.support import DEADLINE, RUN, WRITER, definition, service_on
 
@@ -116,3 +118,21 @@ async def test_the_data_directory_lists_nothing_to_others(embedded_dir: Path) ->
         assert (data_dir / "pgdata.attached").stat().st_mode & 0o777 == 0o600
     finally:
         await asyncio.to_thread(server.stop)
+
+
+def test_an_entry_of_a_dead_or_reused_pid_counts_for_nobody(tmp_path: Path) -> None:
+    """A killed process's entry, or one whose pid now names another process (same pid, a
+    later start), is dropped: it neither keeps the cluster up nor is kept in the file."""
+    me = psutil.Process()
+    (tmp_path / ATTACHED_FILE).write_text(json.dumps([
+        {"pid": me.pid, "started": me.create_time() - 3600, "handle": "reused"},
+        {"pid": 2**22 + 1, "started": 0.0, "handle": "dead"},  # above Linux's pid_max
+    ]))
+    attachments = Attachments(tmp_path)
+    with attachments.locked():
+        mine = attachments.add()
+        assert [e["handle"] for e in json.loads((tmp_path / ATTACHED_FILE).read_text())] == [
+            mine]
+        other = attachments.add()
+        assert attachments.remove(mine) == 1
+        assert attachments.remove(other) == 0
