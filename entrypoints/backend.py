@@ -1,7 +1,8 @@
 """The storage a node runs on, opened and closed as one unit.
 
-`postgres` (the default) uses `RUNNEL_DATABASE_URL`, or starts an embedded
-Postgres under `RUNNEL_DATA_DIR` when none is configured and stops it on exit.
+`postgres` (the default) uses `RUNNEL_DATABASE_URL`, or, when none is configured, the
+embedded Postgres under `RUNNEL_DATA_DIR`: started or attached to, and let go of on exit
+(the last process to let go stops it, ADR 0052).
 `memory` runs everything in this process (`adapters.memory.backend`: nothing
 survives exit, and several processes share nothing).
 """
@@ -33,7 +34,8 @@ async def open_backend(settings: Settings) -> AsyncIterator[Backend]:
 
 @asynccontextmanager
 async def database_url(settings: Settings) -> AsyncIterator[str]:
-    """The configured DSN, or an embedded Postgres's for as long as the context is open."""
+    """The configured DSN, or the embedded Postgres's, attached to for as long as the
+    context is open (another process's use of it is never cut short)."""
     if settings.database_url is not None:
         yield settings.database_url
         return

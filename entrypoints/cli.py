@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import errno
+import ipaddress
 import logging
 import os
 import re
@@ -24,21 +25,23 @@ from typing import TYPE_CHECKING, Any
 import uvicorn
 from pydantic import ValidationError
 
+from adapters.fs.data_dir import UnsafeDataDir
 from application.views import API_PREFIX
 from entrypoints.backend import database_url
 from entrypoints.log_ids import LogIds
 from entrypoints.logging_setup import configure_logging, logging_config
 from entrypoints.settings import ConfigurationError, Settings
 from entrypoints.token_command import TokenRefused, server_secret, token_command
-from entrypoints.tokens import mint_token
+from entrypoints.tokens import ALGORITHM, mint_token
 
 if TYPE_CHECKING:
     from entrypoints.http.draining import Draining
 
 DEV_TENANT = "dev"
 DEV_SUBJECT = "developer"
-DEV_SCOPES = ("streams:read", "streams:write", "streams:admin")
-DEV_TOKEN_TTL_SECONDS = 24 * 3600
+DEV_SCOPES = ("streams:read", "streams:write")
+DEV_TOKEN_TTL_SECONDS = 8 * 3600
+LOOPBACK_NAMES = frozenset({"localhost"})
 EXAMPLE_RUN = "demo"
 EXAMPLE_DEFINITION = '{"stream_id":"answer","content_class":"output.text","consumers":["ui"]}'
 """What the banner's example creates: the README's first stream, so both can be run (an
@@ -80,22 +83,42 @@ class _Server(uvicorn.Server):
         for server in self.servers:
             for listening in server.sockets:
                 port = listening.getsockname()[1]
-        print(_banner(self._settings, self.config.host, port), flush=True)
+        _announce(self._settings, self.config.host, port)
 
 
-def _banner(settings: Settings, host: str, port: int) -> str:
+def _announce(settings: Settings, host: str, port: int) -> None:
+    """The banner on stdout; with JSON logs, one log line instead (stdout is a log stream
+    to a supervisor) and the banner only when stdout is a terminal, a person reading it."""
+    if settings.log_format != "json":
+        print(_banner(settings, host, port), flush=True)
+        return
+    logging.getLogger("runnel.serve").info(
+        "%s", "; ".join(line.strip() for line in _banner_head(settings, host, port)))
+    if sys.stdout.isatty():
+        print(_banner(settings, host, port), flush=True)
+
+
+def _banner_head(settings: Settings, host: str, port: int) -> list[str]:
+    """Where it listens and what it runs on: no token, no example."""
     url = f"http://{host}:{port}"
     storage = ("in memory (nothing survives exit)" if settings.storage == "memory"
                else "Postgres at RUNNEL_DATABASE_URL" if settings.database_url
                else f"embedded Postgres under {settings.data_dir.resolve()}")
-    return "\n".join([
+    return [
         f"Runnel listening on {url}",
         f"  storage:   {storage}; region {settings.region}",
         f"  inputs:    input records {_inputs(settings)}"
         + ("" if settings.workers else " (this process runs no workers: `runnel worker` "
            "delivers with its own RUNNEL_WAIT_SERVICE)"),
         f"  API docs:  {url}/schema  (self-contained; OpenAPI: {url}/schema/openapi.json)",
-        *_token_lines(settings),
+    ]
+
+
+def _banner(settings: Settings, host: str, port: int) -> str:
+    url = f"http://{host}:{port}"
+    return "\n".join([
+        *_banner_head(settings, host, port),
+        *_token_lines(settings, host),
         f"  try it:    create stream 'answer' in run {EXAMPLE_RUN!r} (then: README, A first "
         f"stream; the console at {url}/)",
         f'  curl -s -H "Authorization: Bearer $RUNNEL_TOKEN" -H "content-type: application/json"'
@@ -118,14 +141,37 @@ def command_name() -> str:
 
 def is_local_default(settings: Settings) -> bool:
     """The embedded default (no database configured) or the in-memory simulation: a
-    single-machine setup whose data only its own user reaches. Only there does `serve`
-    print a ready-made admin token (ADR 0025)."""
+    single-machine setup whose data only its own user reaches."""
     return settings.storage == "memory" or not settings.database_url
 
 
-def _token_lines(settings: Settings) -> list[str]:
+def _no_dev_token_because(settings: Settings, host: str) -> str | None:
+    """Why `serve` prints no dev token, or None: it prints one only on a local default,
+    listening on loopback only, with the secret it generated itself (ADR 0053)."""
     if not is_local_default(settings):
-        return ["  tokens:    none printed on a configured database; mint one per client:",
+        return "a configured database"
+    if not _is_loopback(host):
+        return f"listening on {host}, not on loopback only"
+    if settings.jwt_secret is not None:
+        return "RUNNEL_JWT_SECRET is set"
+    return None
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host in LOOPBACK_NAMES
+
+
+def _token_lines(settings: Settings, host: str) -> list[str]:
+    if ALGORITHM not in settings.token_algorithms():
+        return ["  tokens:    this server accepts only "
+                f"{', '.join(settings.token_algorithms())} tokens: mint them with the issuer "
+                "of its JWKS"]
+    reason = _no_dev_token_because(settings, host)
+    if reason is not None:
+        return [f"  tokens:    none printed ({reason}); mint one per client:",
                 f"  export RUNNEL_TOKEN=$({command_name()} token --tenant {DEV_TENANT} "
                 "--sub alice --scopes streams:read,streams:write --ttl 3600)"]
     ttl = min(DEV_TOKEN_TTL_SECONDS, settings.max_token_lifetime_seconds)
@@ -134,7 +180,7 @@ def _token_lines(settings: Settings) -> list[str]:
                        audience=settings.jwt_audience)
     valid = f"{ttl // 3600} h" if ttl >= 3600 else f"{ttl} s"
     return [f"  dev token: tenant {DEV_TENANT!r}, sub {DEV_SUBJECT!r}, scopes "
-            f"{', '.join(DEV_SCOPES)}, valid {valid} (local default only)",
+            f"{', '.join(DEV_SCOPES)}, valid {valid} (local default on loopback only)",
             f"  export RUNNEL_TOKEN={token}"]
 
 
@@ -160,8 +206,8 @@ def _warn_durable_streams_binding(settings: Settings, host: str) -> None:
     from entrypoints.http.durable_streams import refuse_unsafe_binding
 
     warning = refuse_unsafe_binding(settings, host)  # ValueError off loopback
-    if warning is not None:
-        print(warning, file=sys.stderr, flush=True)
+    if warning is not None:  # logged: a plain line would break a JSON log
+        logging.getLogger("runnel.config").warning("%s", warning)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -475,6 +521,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except ConfigurationError as error:
         print(f"runnel {args.command}: invalid configuration: {error}", file=sys.stderr)
+        return 2
+    except UnsafeDataDir as unsafe:  # the embedded default's, with a secret configured
+        print(f"runnel {args.command}: RUNNEL_DATA_DIR: {unsafe}", file=sys.stderr)
         return 2
 
 

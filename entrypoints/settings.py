@@ -26,6 +26,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from runnel_client.webhooks import webhook_key
 
+from adapters.fs.data_dir import UnsafeDataDir, private_directory
 from adapters.postgres.pool import DatabaseBounds
 from application.maintenance import UpkeepSettings
 from application.node import NodeSettings
@@ -426,7 +427,10 @@ class Settings(BaseSettings):
         """The configured secret, or the node-local one (created on first use, mode 0600)."""
         if self.jwt_secret is not None:
             return self.jwt_secret.get_secret_value()
-        secret = local_jwt_secret(self.data_dir)
+        try:
+            secret = local_jwt_secret(self.data_dir)
+        except UnsafeDataDir as unsafe:
+            raise ConfigurationError(f"RUNNEL_DATA_DIR: {unsafe}") from None
         problem = secret_problem(secret)
         if problem is not None:
             raise ConfigurationError(f"{self.data_dir / JWT_SECRET_FILE}: {problem}")
@@ -445,10 +449,12 @@ def secret_problem(secret: str) -> str | None:
 def local_jwt_secret(data_dir: Path) -> str:
     """Read `data_dir/jwt-secret`, creating it exactly once even when two processes race:
     the secret is written to a private temporary file and hard-linked into place, which
-    fails if another process linked its own first (then both use the winner's)."""
+    fails if another process linked its own first (then both use the winner's). The data
+    directory is made private first (`private_directory`: `UnsafeDataDir` if it is not
+    ours)."""
+    data_dir = private_directory(data_dir)
     path = data_dir / JWT_SECRET_FILE
     if not path.exists():
-        data_dir.mkdir(parents=True, exist_ok=True)
         candidate = data_dir / f".{JWT_SECRET_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
         fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as handle:

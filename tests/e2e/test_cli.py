@@ -108,8 +108,8 @@ def test_serve_on_the_embedded_default_prints_a_working_token_and_keeps_data(
     """What `make run` does on a fresh checkout: no database configured."""
     data_dir = tmp_path / "data"
     for attempt in ("first start", "restart"):
-        server = RunnelServer.start({"RUNNEL_DATABASE_URL": None, "RUNNEL_STORAGE": None},
-                                    data_dir, workers=True)
+        server = RunnelServer.start({"RUNNEL_DATABASE_URL": None, "RUNNEL_STORAGE": None,
+                                     "RUNNEL_JWT_SECRET": None}, data_dir, workers=True)
         try:
             assert "embedded Postgres under" in server.banner
             assert f"{server.url}/schema" in server.banner

@@ -18,9 +18,12 @@ import httpx
 import pytest
 
 from entrypoints.log_ids import LogIds
-from tests.http.server import SECRET, bearer, running_server, token
+from tests.embedded_dirs import embedded_dir
+from tests.http.server import BANNER_START, SECRET, RunnelServer, bearer, running_server, token
 from tests.integration.worker_processes import start_worker
 from tests.pg import database_name, run_sync
+
+__all__ = ["embedded_dir"]
 
 RUN = "run-named-in-no-json-line"
 STREAM = "stream-named-in-no-json-line"
@@ -126,6 +129,40 @@ def test_a_json_server_log_is_one_object_per_line_with_the_request_fields(
         for piece in (secret, secret.split(".")[1], secret.split(".")[2]):
             assert piece not in text
     assert "access_token=[redacted]" in text
+
+
+def test_every_line_of_a_json_server_on_the_embedded_default_is_json(
+        embedded_dir: Path) -> None:
+    """stdout and stderr are both log streams to a supervisor: the banner is one JSON line
+    too (printed as text only to a terminal), and the embedded Postgres's initdb and
+    pg_ctl say nothing past the log. A first start, then a restart on the same cluster."""
+    for attempt in ("first start", "restart"):
+        server = RunnelServer.start({"RUNNEL_DATABASE_URL": None, "RUNNEL_STORAGE": None,
+                                     "RUNNEL_JWT_SECRET": None, "RUNNEL_LOG_FORMAT": "json"},
+                                    embedded_dir, extra_args=("--access-log",))
+        try:
+            assert httpx.get(server.url + "/readyz").status_code == 200
+            missing_token = httpx.get(f"{server.api}/runs/{RUN}/streams")
+            assert missing_token.status_code == 401
+            secret = (embedded_dir / "jwt-secret").read_text().strip()
+            headers = bearer(token(tenant="dev", secret=secret))
+            bad = httpx.post(f"{server.api}/runs/{RUN}/streams", headers=headers,
+                             content=b"{not json", timeout=30)
+            assert bad.status_code in (400, 422), bad.text
+            created = httpx.post(f"{server.api}/runs/{RUN}/streams", headers=headers,
+                                 json={"stream_id": STREAM, "content_class": "x"}, timeout=30)
+            assert created.status_code in (200, 201), created.text
+        finally:
+            server.stop()
+        printed = "".join(server.stdout_lines).splitlines()
+        for line in printed:
+            json.loads(line)
+        entries = _json_lines(server.log)
+        banner = [e for e in entries if e["message"].startswith(BANNER_START)]
+        assert len(banner) == 1, (attempt, entries)
+        assert "eyJ" not in server.log.read_text() + "".join(printed)  # no dev token logged
+        assert any(e["logger"] == "uvicorn.access" and e.get("status") == 401
+                   for e in entries), entries
 
 
 def test_log_level_warning_silences_info_and_text_lines_have_timestamps(

@@ -2,17 +2,21 @@
 
 The process is started exactly as a user starts it (the CLI, settings from
 `RUNNEL_*` variables); the port is chosen by the OS (`--port 0`) and read
-from the banner, so parallel runs never race for a port. `stop()` sends
-SIGTERM to that one process and waits for it.
+from the banner (with `RUNNEL_LOG_FORMAT=json`, from its one JSON line in the
+log: stdout is no terminal), so parallel runs never race for a port. `stop()`
+sends SIGTERM to that one process and waits for it; what it wrote to stdout is
+kept in `stdout_lines`.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +30,7 @@ SECRET = "http-tests-secret-0123456789abcdef0123456789"
 STARTUP_LINES = 200
 API = "/api/workflow-streams"
 BANNER_START = "Runnel listening on "
+START_SECONDS = 120.0
 
 
 class RunnelServer:
@@ -35,6 +40,7 @@ class RunnelServer:
         self.url = banner.splitlines()[0].removeprefix(BANNER_START).strip()
         self.api = self.url + API
         self.log = log
+        self.stdout_lines: list[str] = []
 
     @classmethod
     def start(cls, env: Mapping[str, str | None], data_dir: Path, workers: bool = False,
@@ -53,13 +59,17 @@ class RunnelServer:
             process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=stderr, text=True,
                                        env=environment, cwd=Path(__file__).parents[2])
         assert process.stdout is not None
-        banner = _read_banner(process.stdout)
+        if environment.get("RUNNEL_LOG_FORMAT") == "json":
+            banner = _read_logged_banner(log, process)
+        else:
+            banner = _read_banner(process.stdout)
         if banner is None:
             process.kill()
             process.wait()
             raise RuntimeError(f"server did not start:\n{log.read_text()}")
-        threading.Thread(target=_drain, args=(process.stdout,), daemon=True).start()
         server = cls(process, banner, log)
+        threading.Thread(target=_drain, args=(process.stdout, server.stdout_lines),
+                         daemon=True).start()
         assert httpx.get(server.url + "/healthz").status_code == 200
         return server
 
@@ -87,9 +97,21 @@ def _read_banner(stdout: IO[str]) -> str | None:
     return None
 
 
-def _drain(stdout: IO[str]) -> None:
-    for _ in stdout:
-        pass
+def _read_logged_banner(log: Path, process: subprocess.Popen[str]) -> str | None:
+    """The first line of the banner, from the JSON line that logs it."""
+    deadline = time.monotonic() + START_SECONDS
+    while time.monotonic() < deadline and process.poll() is None:
+        for line in log.read_text().splitlines():
+            message = json.loads(line).get("message", "") if line.startswith("{") else ""
+            if message.startswith(BANNER_START):
+                return message.split(";")[0] + "\n"
+        time.sleep(0.1)
+    return None
+
+
+def _drain(stdout: IO[str], lines: list[str]) -> None:
+    for line in stdout:
+        lines.append(line)
 
 
 @contextmanager

@@ -1,7 +1,10 @@
-"""Token verification refuses every malformed claim; the local JWT secret is made once."""
+"""Token verification refuses every malformed claim; the local JWT secret is made once, in
+a data directory that nobody else lists or writes (ADR 0053)."""
 
 from __future__ import annotations
 
+import logging
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -12,7 +15,7 @@ import pytest
 from pydantic import ValidationError
 
 from domain.errors import Unauthenticated
-from entrypoints.settings import Settings, local_jwt_secret
+from entrypoints.settings import ConfigurationError, Settings, local_jwt_secret
 from entrypoints.tokens import mint_token, verify_token
 
 SECRET = "unit-secret-0123456789abcdef0123456789abcdef"
@@ -59,6 +62,55 @@ def test_the_local_secret_is_created_once_even_by_racing_processes(tmp_path: Pat
     assert (tmp_path / "jwt-secret").stat().st_mode & 0o777 == 0o600
     assert list(tmp_path.iterdir()) == [tmp_path / "jwt-secret"]
     assert local_jwt_secret(tmp_path) in secrets
+
+
+def test_a_new_data_directory_is_private_whatever_the_umask(tmp_path: Path) -> None:
+    data_dir = tmp_path / "parent" / ".runnel"
+    previous = os.umask(0o000)
+    try:
+        local_jwt_secret(data_dir)
+    finally:
+        os.umask(previous)
+    assert data_dir.stat().st_mode & 0o777 == 0o700
+    assert (data_dir / "jwt-secret").stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize(("before", "after"), [(0o755, 0o711), (0o777, 0o711),
+                                               (0o750, 0o710), (0o704, 0o700)])
+def test_an_existing_data_directory_others_could_list_is_tightened_and_said(
+        tmp_path: Path, before: int, after: int, caplog: pytest.LogCaptureFixture) -> None:
+    data_dir = tmp_path / ".runnel"
+    data_dir.mkdir()
+    os.chmod(data_dir, before)
+    with caplog.at_level(logging.WARNING):
+        Settings(data_dir=data_dir).resolved_jwt_secret()
+    assert data_dir.stat().st_mode & 0o777 == after
+    assert f"was mode {before:04o}" in caplog.text and str(data_dir) in caplog.text
+
+
+def test_a_private_data_directory_is_left_as_it_is(tmp_path: Path,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    data_dir = tmp_path / ".runnel"
+    data_dir.mkdir()
+    for mode in (0o700, 0o711):  # execute-only lists nothing (the embedded server's, as root)
+        os.chmod(data_dir, mode)
+        with caplog.at_level(logging.WARNING):
+            Settings(data_dir=data_dir).resolved_jwt_secret()
+        assert data_dir.stat().st_mode & 0o777 == mode
+    assert "was mode" not in caplog.text
+
+
+def test_a_data_directory_of_another_user_is_refused_and_left_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its owner could have put a secret of their own in it (and mint admin tokens)."""
+    data_dir = tmp_path / ".runnel"
+    data_dir.mkdir()
+    os.chmod(data_dir, 0o777)
+    monkeypatch.setattr(os, "geteuid", lambda: data_dir.stat().st_uid + 1)
+    with pytest.raises(ConfigurationError, match=r"belongs to uid .*RUNNEL_DATA_DIR"):
+        Settings(data_dir=data_dir).resolved_jwt_secret()
+    assert data_dir.stat().st_mode & 0o777 == 0o777
+    assert list(data_dir.iterdir()) == []
 
 
 def test_settings_come_from_runnel_variables(monkeypatch: pytest.MonkeyPatch,

@@ -9,15 +9,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 from pathlib import Path
 
+import asyncpg
 import psutil
 import pytest
 
 from adapters.postgres import PostgresAdapters, open_postgres
 from adapters.postgres.embedded import start_embedded
+from adapters.postgres.embedded_attachments import ATTACHED_FILE, Attachments
+from tests.embedded_dirs import embedded_dir
 from tests.integration.support import DEADLINE, RUN, WRITER, definition, service_on
+
+__all__ = ["embedded_dir"]
 
 pytestmark = pytest.mark.postgres
 
@@ -30,8 +36,8 @@ async def close_after_crash(adapters: PostgresAdapters) -> None:
 
 
 async def test_a_crash_restart_of_the_embedded_server_loses_no_acknowledged_append(
-        tmp_path: Path) -> None:
-    data_dir = tmp_path / "runnel-data"
+        embedded_dir: Path) -> None:
+    data_dir = embedded_dir
     server = await asyncio.to_thread(start_embedded, data_dir)
     try:
         assert server.dsn.split("?")[0].endswith("/runnel")
@@ -80,3 +86,53 @@ async def test_a_crash_restart_of_the_embedded_server_loses_no_acknowledged_appe
     for n, sequence in acknowledged.items():
         assert stored.get(n) == sequence, f"acknowledged append {n} was lost"
     assert [record.sequence for record in records] == list(range(1, len(records) + 1))
+
+
+async def test_two_handles_in_one_process_the_last_to_let_go_stops_the_server(
+        embedded_dir: Path) -> None:
+    """ADR 0052: `stop()` detaches; the cluster stops with its last live handle."""
+    data_dir = embedded_dir
+    first = await asyncio.to_thread(start_embedded, data_dir)
+    second = await asyncio.to_thread(start_embedded, data_dir)
+    try:
+        assert first.pid == second.pid
+        await asyncio.to_thread(first.stop)
+        connection = await asyncpg.connect(second.dsn)
+        assert await connection.fetchval("SELECT 1") == 1
+        await connection.close()
+        postmaster = psutil.Process(second.pid)
+    finally:
+        await asyncio.to_thread(second.stop)
+    assert not postmaster.is_running() or postmaster.status() == psutil.STATUS_ZOMBIE
+
+
+async def test_the_data_directory_lists_nothing_to_others(embedded_dir: Path) -> None:
+    """ADR 0053: 0700; under root 0711, so that the server's own user passes through to
+    `pgdata` (its, 0700), although the package opens every parent to everyone."""
+    data_dir = embedded_dir
+    server = await asyncio.to_thread(start_embedded, data_dir)
+    try:
+        mode = data_dir.stat().st_mode & 0o777
+        assert mode == (0o711 if os.geteuid() == 0 else 0o700)
+        assert (data_dir / "pgdata").stat().st_mode & 0o077 == 0
+        assert (data_dir / "pgdata.attached").stat().st_mode & 0o777 == 0o600
+    finally:
+        await asyncio.to_thread(server.stop)
+
+
+def test_an_entry_of_a_dead_or_reused_pid_counts_for_nobody(tmp_path: Path) -> None:
+    """A killed process's entry, or one whose pid now names another process (same pid, a
+    later start), is dropped: it neither keeps the cluster up nor is kept in the file."""
+    me = psutil.Process()
+    (tmp_path / ATTACHED_FILE).write_text(json.dumps([
+        {"pid": me.pid, "started": me.create_time() - 3600, "handle": "reused"},
+        {"pid": 2**22 + 1, "started": 0.0, "handle": "dead"},  # above Linux's pid_max
+    ]))
+    attachments = Attachments(tmp_path)
+    with attachments.locked():
+        mine = attachments.add()
+        assert [e["handle"] for e in json.loads((tmp_path / ATTACHED_FILE).read_text())] == [
+            mine]
+        other = attachments.add()
+        assert attachments.remove(mine) == 1
+        assert attachments.remove(other) == 0
