@@ -191,3 +191,10 @@ class NotIntentOwner(Forbidden):
     or abort it (its authorization receipt)."""
 
     code = "not_intent_owner"
+
+
+class RedactionUnenforceable(DomainError):
+    """A body a masked stream cannot mask (bytes that are not JSON, an object body), on a
+    stream that does not pin `redaction.allow_unmasked_bodies`."""
+
+    code = "redaction_unenforceable"
