@@ -151,9 +151,11 @@ def _draft(from_json: bool, payload: Any, data: str | None, content_type: str | 
         return Draft(content_type or "application/json", len(encoded), payload=payload,
                      idempotency_key=key, has_payload=True, payload_json=encoded.decode())
     content_type = content_type or "application/octet-stream"
-    body = enforce(BytesBody(decode_data(data), content_type), redaction.mask,
+    decoded = decode_data(data)
+    _check_inline(len(decoded))  # as sent: an oversize body is 413 before it is decoded
+    body = enforce(BytesBody(decoded, content_type), redaction.mask,
                    redaction.allow_unmasked_bodies)
-    _check_inline(len(body.data))
+    _check_inline(len(body.data))  # and as kept: a mask may make it longer
     return Draft(content_type, len(body.data), data=body.data, idempotency_key=key)
 
 
