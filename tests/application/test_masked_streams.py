@@ -1,6 +1,7 @@
 """A masked stream masks or refuses every body before anything is stored or sent (ADR 0054):
 appends of every representation, live chunks, object bodies, best-effort records and the
-Durable Streams facade's appends. A refused request leaves no trace."""
+Durable Streams facade's appends. A refused request leaves no trace. The facade creates its
+streams under the content-class family rule too."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from adapters.memory.simulation import Simulation, simulation
 from application.durable_forks import FACADE_STREAM
 from application.durable_streams import FACADE_DEFINITION, DurableStreams, StreamConfig
 from application.ports import LiveChunk
-from domain.errors import InvalidRecord, RedactionUnenforceable
+from domain.errors import ForbiddenContentClass, InvalidRecord, RedactionUnenforceable
 from domain.redaction import MASK
 from entrypoints.http.durable_streams.handlers import to_records
 from tests.application.support import (
@@ -164,3 +165,16 @@ async def test_a_facade_fork_of_a_masked_stream_copies_its_json_bytes() -> None:
     page = await facade.sim.service.reading.read(ALICE, fork.run_id, FACADE_STREAM, 0, 10)
     (copied,) = page.page.records
     assert json.loads(copied.data or b"") == {"user": {"name": "a", "email": MASK}}
+
+
+@pytest.mark.parametrize("content_class", ["model.reasoning.raw.v2", "acme:model.reasoning.raw"])
+async def test_a_facade_stream_of_the_raw_reasoning_family_is_refused_and_leaves_no_path(
+        content_class: str) -> None:
+    """The facade creates its streams through the same definition rule (ADR 0055)."""
+    clock = FakeClock()
+    catalog = MemoryFacadeCatalog()
+    streams = DurableStreams(simulation(clock=clock).service, catalog, clock,
+                             {**FACADE_DEFINITION, "content_class": content_class})
+    with pytest.raises(ForbiddenContentClass):
+        await streams.create(ALICE, "p", StreamConfig("application/json", None, None))
+    assert await catalog.find(ALICE.tenant, "p") is None
