@@ -101,10 +101,10 @@ class RetentionPins(_Pins):
 
 
 class RedactionPins(_Pins):
-    """`mask`: JSON pointers masked in every body before it is stored or sent
-    (`domain.masking`). `allow_unmasked_bodies`: bodies that cannot be masked (bytes
-    that are not JSON, object bodies) are kept as sent instead of refused; only with a
-    mask, so that one meaning has one spelling."""
+    """`mask`: JSON pointers (RFC 6901) masked in every body before it is stored or sent;
+    a body no mask can reach (`data` that is not JSON, an object) is refused (422
+    `redaction_unenforceable`). `allow_unmasked_bodies`: keep such bodies as sent
+    instead; only with a mask, so that one meaning has one spelling."""
 
     mask: tuple[str, ...] = ()
     allow_unmasked_bodies: bool = False
