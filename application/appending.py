@@ -66,19 +66,23 @@ class Appender:
         self._node = node
 
     async def append(self, principal: Principal, run_id: str, stream_id: str,
-                     records: Sequence[Any]) -> AppendResult:
+                     records: Sequence[Any], message_batches: bool = False) -> AppendResult:
+        """Every record's body is masked or refused (`draft_from_wire`) before any is
+        stored or sent. `message_batches`: an array payload holds messages, each masked
+        alone (the Durable Streams facade's JSON mode)."""
         key = stream_key(principal, run_id, stream_id)
         with store_budget(self._node.store_budget_seconds):  # the definition shares it
             definition = await definition_for_writing(self._definitions, principal, key,
                                                       self._node.region)
             if not isinstance(records, list) or not records:
                 raise InvalidRecord("records must be a non-empty list")
-            drafts = [draft_from_wire(item, definition.redaction.mask) for item in records]
+            redaction = definition.redaction
+            drafts = [draft_from_wire(item, redaction.mask, redaction.allow_unmasked_bodies,
+                                      message_batches) for item in records]
             if definition.mode == "best_effort":
                 stream = await load_stream(self._store, key)
                 stream.ensure_open(nothing_more_is="sent")
-                published = await self._live.publish_drafts(key, definition.redaction.mask,
-                                                            drafts)
+                published = await self._live.publish_drafts(key, drafts)
                 return AppendResult((), stream.head, 0, published)
             return await self.under_unread_policy(key, definition.credit,
                                                   lambda: self.append_drafts(key, drafts))

@@ -58,13 +58,15 @@ async def copy_prefix(service: RunnelService, principal: Principal, point: ForkP
         if not records:
             break
         await service.appender.append(principal, target_run, FACADE_STREAM,
-                                      [_wire(record) for record in records])
+                                      [_wire(record) for record in records],
+                                      message_batches=True)
         after = records[-1].sequence
     if point.sub_offset:
         following = await _record(service, principal, point.source_run, point.offset)
         assert following is not None  # checked by resolve_point; records are immutable
         await service.appender.append(principal, target_run, FACADE_STREAM,
-                                      [_wire(following, point.sub_offset)])
+                                      [_wire(following, point.sub_offset)],
+                                      message_batches=True)
 
 
 async def _record(service: RunnelService, principal: Principal, run_id: str,
@@ -86,4 +88,5 @@ def _wire(record: StoredRecord, cut: int | None = None) -> dict[str, Any]:
             payload = payload[:cut]
         return {"payload": payload}
     data = record.data or b""
-    return {"data": base64.b64encode(data if cut is None else data[:cut]).decode()}
+    return {"data": base64.b64encode(data if cut is None else data[:cut]).decode(),
+            "content_type": record.content_type}

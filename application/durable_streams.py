@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -66,10 +66,13 @@ class StreamConfig:
 
 
 class DurableStreams:
-    def __init__(self, service: RunnelService, catalog: FacadeCatalog, clock: Clock) -> None:
+    def __init__(self, service: RunnelService, catalog: FacadeCatalog, clock: Clock,
+                 definition: Mapping[str, Any] = FACADE_DEFINITION) -> None:
+        """`definition`: the Runnel definition every stream this facade creates gets."""
         self._service = service
         self._catalog = catalog
         self._clock = clock
+        self._definition = definition
         self._locks = KeyedLocks()
 
     async def find(self, principal: Principal, path: str) -> FacadeEntry:
@@ -100,7 +103,7 @@ class DurableStreams:
         if existing is not None:
             return self._same(existing, config), False
         run_id = RUN_PREFIX + uuid.uuid4().hex
-        await self._service.definitions.create(principal, run_id, dict(FACADE_DEFINITION))
+        await self._service.definitions.create(principal, run_id, dict(self._definition))
         config = await self._fork(principal, config, run_id)
         fresh = FacadeEntry(path, run_id, config.content_type, config.ttl_seconds,
                             config.expires_at, self._clock.now(),
@@ -240,7 +243,8 @@ class DurableStreams:
         result = None
         if records:
             result = await self._service.appender.append(principal, entry.run_id,
-                                                         FACADE_STREAM, records)
+                                                         FACADE_STREAM, records,
+                                                         message_batches=True)
         if close:
             await self._service.lifecycle.close(principal, entry.run_id, FACADE_STREAM)
         await self.touch(principal, entry)

@@ -11,7 +11,7 @@ from application.node import NodeSettings
 from application.ports import LiveDraft, StreamStore, WakeBus
 from domain.errors import InvalidRecord
 from domain.identifiers import StreamKey
-from domain.live_chunk import outgoing_chunk
+from domain.live_chunk import cap_chunk, outgoing_chunk
 from domain.principal import Principal
 from domain.records import Draft
 
@@ -49,24 +49,27 @@ class LivePublishing:
         key = stream_key(principal, run_id, stream_id)
         stream = await stream_for_writing(self._store, principal, key, self._node.region)
         stream.ensure_open(nothing_more_is="sent")
-        await self._send(key, stream.definition.redaction.mask, chunks, source, attempt,
-                         first_index)
+        redaction = stream.definition.redaction
+        # Every chunk is masked or refused before the first is sent: a refusal sends none.
+        outgoing = [outgoing_chunk(chunk, redaction.mask, redaction.allow_unmasked_bodies)
+                    for chunk in chunks]
+        await self._send(key, outgoing, source, attempt, first_index)
         return len(chunks)
 
-    async def publish_drafts(self, key: StreamKey, mask: tuple[str, ...],
-                             drafts: Sequence[Draft]) -> int:
-        """The records of a best-effort stream, as live chunks (JSON payloads verbatim,
-        bytes as `{content_type, data}` in base64)."""
-        await self._send(key, mask, [live_body(draft) for draft in drafts], None, None, None)
+    async def publish_drafts(self, key: StreamKey, drafts: Sequence[Draft]) -> int:
+        """The records of a best-effort stream, already masked (`draft_from_wire`), as live
+        chunks (JSON payloads verbatim, bytes as `{content_type, data}` in base64)."""
+        await self._send(key, [cap_chunk(live_body(draft)) for draft in drafts], None, None,
+                         None)
         return len(drafts)
 
-    async def _send(self, key: StreamKey, mask: tuple[str, ...], chunks: Sequence[Any],
-                    source: str | None, attempt: int | None, first_index: int | None) -> None:
+    async def _send(self, key: StreamKey, outgoing: Sequence[Any], source: str | None,
+                    attempt: int | None, first_index: int | None) -> None:
         positioned = source is not None and first_index is not None
         await self._bus.publish_live([
-            LiveDraft(stream=key, data=outgoing_chunk(chunk, mask), source=source,
-                      attempt=attempt, index=(first_index or 0) + offset, positioned=positioned)
-            for offset, chunk in enumerate(chunks)])
+            LiveDraft(stream=key, data=data, source=source, attempt=attempt,
+                      index=(first_index or 0) + offset, positioned=positioned)
+            for offset, data in enumerate(outgoing)])
 
 
 def live_body(draft: Draft) -> Any:

@@ -20,9 +20,10 @@ from application.ports import (
     StreamSession,
     StreamStore,
 )
-from domain.definition import PlacementPins
+from domain.definition import PlacementPins, StreamDefinition
 from domain.errors import DomainError, NotFound, ObjectStateConflict
 from domain.identifiers import StreamKey, object_intent_id
+from domain.masking import ObjectBody, enforce
 from domain.object_intent import (
     LIVE_STATES,
     AuthorizationReceipt,
@@ -55,6 +56,7 @@ class Objects:
         key = stream_key(principal, run_id, stream_id)
         stream = await stream_for_writing(self._store, principal, key, self._node.region)
         pins.validate()
+        refuse_unmaskable(stream.definition, pins.content_type)
         region = self._region_for_bodies(stream.definition.placement)
         receipt = AuthorizationReceipt(principal.sub, tuple(sorted(principal.scopes)),
                                        principal.token_id)
@@ -117,13 +119,16 @@ class Objects:
         stream = await stream_for_writing(self._store, principal, key, self._node.region)
         (await self._intent(key, object_id)).ensure_owned_by(principal)
         return await self._appender.under_unread_policy(
-            key, stream.definition.credit, lambda: self._commit_once(key, object_id))
+            key, stream.definition.credit,
+            lambda: self._commit_once(key, object_id, stream.definition))
 
-    async def _commit_once(self, key: StreamKey, object_id: str) -> tuple[int, bool]:
+    async def _commit_once(self, key: StreamKey, object_id: str,
+                           definition: StreamDefinition) -> tuple[int, bool]:
         intent = await self._intent(key, object_id)
         earlier = intent.committed_sequence()
         if earlier is not None:
             return earlier, False
+        refuse_unmaskable(definition, intent.content_type)  # an intent prepared before the rule
         await self._refuse_if_expired(key, intent)
         evidence = await self._objects.stat(intent.region, intent.object_key)
         if evidence is None or (evidence.size, evidence.sha256) != (intent.size, intent.sha256):
@@ -216,3 +221,10 @@ class Objects:
         if intent is None:
             raise NotFound("object not found")
         return intent
+
+
+def refuse_unmaskable(definition: StreamDefinition, content_type: str) -> None:
+    """An object body goes to the object store without passing through Runnel, so a masked
+    stream refuses it (before the upload) unless it allows unmasked bodies."""
+    enforce(ObjectBody(content_type), definition.redaction.mask,
+            definition.redaction.allow_unmasked_bodies)

@@ -10,12 +10,19 @@ Rules:
   starting with a letter or digit; anything else (an inner space or newline, a
   zero-width or other invisible character, any non-ASCII letter left after NFKC) is
   refused, so no two spellings the eye cannot tell apart pin different classes.
-- **Forbidden classes are found through any disguise.** The check compares the
-  class's skeleton (normalised, with every whitespace and format character such as
-  U+200B removed) to the forbidden set, so a rule keyed on `model.reasoning.raw`
-  cannot be dodged by a trailing space, a newline, a zero-width character or
-  full-width letters; such a class is refused as forbidden (`invalid_content_class`),
-  not merely as malformed.
+- **Forbidden classes are found through any disguise.** The check reads the class's
+  skeleton (normalised, with every whitespace and format character such as U+200B
+  removed), so a rule keyed on `model.reasoning.raw` cannot be dodged by a trailing
+  space, a newline, a zero-width character or full-width letters; such a class is
+  refused as forbidden (`invalid_content_class`), not merely as malformed.
+- **A forbidden class is a family** (ADR 0055). A skeleton is forbidden when it holds a
+  forbidden class that starts the skeleton or follows a separator (`.`, `:`, `-`, `_`,
+  or anything else that is not a letter or digit), and that ends it or is followed by a
+  separator or a digit: a sub-class (`model.reasoning.raw.summary`), a version
+  (`model.reasoning.raw.v2`, `…raw:2`, `…raw-2`, `…raw_v2`, `…raw2`) or a namespaced
+  copy (`acme:model.reasoning.raw`); the forbidden class's own dots may be any
+  separator (`model_reasoning_raw`). A letter on either side makes another word:
+  `model.reasoning.rawhide` and `model.reasoning.summary` are other classes.
 """
 
 from __future__ import annotations
@@ -28,6 +35,12 @@ from domain.errors import ForbiddenContentClass, InvalidDefinition
 
 FORBIDDEN_CONTENT_CLASSES = frozenset({"model.reasoning.raw"})
 """Raw hidden model reasoning (SPEC §2): never streamed."""
+_SEPARATOR = r"[\W_]"
+"""Anything but a letter or a digit."""
+_FORBIDDEN_FAMILY = re.compile("|".join(
+    # Not after a letter or digit; its dots any separator; not before a letter.
+    r"(?<![^\W_])" + _SEPARATOR.join(map(re.escape, name.split("."))) + r"(?![^\W\d_])"
+    for name in sorted(FORBIDDEN_CONTENT_CLASSES)))
 CONTENT_CLASS_MAX_CHARS = 128
 CONTENT_CLASS_PATTERN = re.compile(r"[a-z0-9][a-z0-9._:-]{0,127}")
 _FIELD = "content_class"
@@ -44,12 +57,15 @@ def skeleton(value: str) -> str:
                    if not char.isspace() and unicodedata.category(char) != "Cf")
 
 
-def refuse_forbidden(value: Any) -> None:
-    """Raise `ForbiddenContentClass` when `value` is a forbidden class in any disguise.
+def is_forbidden(value: str) -> bool:
+    """Whether a class belongs to a forbidden family, in any disguise (module rules)."""
+    return _FORBIDDEN_FAMILY.search(skeleton(value)) is not None
 
-    Anything but a string is left to the type checks (an unhashable value must not
-    reach the set lookup)."""
-    if isinstance(value, str) and skeleton(value) in FORBIDDEN_CONTENT_CLASSES:
+
+def refuse_forbidden(value: Any) -> None:
+    """Raise `ForbiddenContentClass` when `value` belongs to a forbidden family in any
+    disguise. Anything but a string is left to the type checks."""
+    if isinstance(value, str) and is_forbidden(value):
         raise ForbiddenContentClass(f"content_class {value!r} may not be streamed",
                                     field=_FIELD)
 

@@ -15,6 +15,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     WithJsonSchema,
     field_validator,
     model_validator,
@@ -100,12 +101,25 @@ class RetentionPins(_Pins):
 
 
 class RedactionPins(_Pins):
+    """`mask`: JSON pointers (RFC 6901) masked in every body before it is stored or sent;
+    a body no mask can reach (`data` that is not JSON, an object) is refused (422
+    `redaction_unenforceable`). `allow_unmasked_bodies`: keep such bodies as sent
+    instead; only with a mask, so that one meaning has one spelling."""
+
     mask: tuple[str, ...] = ()
+    allow_unmasked_bodies: bool = False
 
     @field_validator("mask", mode="before")
     @classmethod
     def _pointers(cls, value: Any) -> Any:
         return _each(value, _pointer)
+
+    @field_validator("allow_unmasked_bodies")
+    @classmethod
+    def _opt_in_needs_a_mask(cls, value: bool, info: ValidationInfo) -> bool:
+        if value and not info.data.get("mask"):
+            raise ValueError("needs a mask (without one, every body is kept as sent)")
+        return value
 
 
 class PlacementPins(_Pins):

@@ -198,3 +198,10 @@ class NotAnInputStream(DomainError):
     deliveries to re-drive."""
 
     code = "not_an_input_stream"
+
+
+class RedactionUnenforceable(DomainError):
+    """A body a masked stream cannot mask (bytes that are not JSON, an object body), on a
+    stream that does not pin `redaction.allow_unmasked_bodies`."""
+
+    code = "redaction_unenforceable"

@@ -5,7 +5,7 @@ header (an object download) and in JSON, so it must be a media type and nothing
 else: `type "/" subtype *( OWS ";" OWS parameter )`, each a token of `tchar`, a
 parameter value a token or a quoted string of visible ASCII. CR, LF, NUL, other
 controls and non-ASCII characters can therefore never reach a header. At most
-255 characters.
+255 characters. A JSON media type (`is_json_media_type`) is what redaction decodes.
 """
 
 from __future__ import annotations
@@ -37,3 +37,11 @@ def validate_media_type(value: Any, field: str = "content_type") -> str:
             f"parameters, RFC 9110) of at most {MEDIA_TYPE_MAX_CHARS} characters",
             field=field)
     return str(value)
+
+
+def is_json_media_type(value: str) -> bool:
+    """Whether a media type names JSON: `application/json` or a `+json` structured syntax
+    suffix (RFC 6839), compared without its parameters and case-insensitively."""
+    essence = value.split(";", 1)[0].strip().lower()
+    return essence == "application/json" or (
+        "/" in essence and essence.endswith("+json"))

@@ -6,15 +6,15 @@ import base64
 import binascii
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
 from domain.canonical_json import compact_json
 from domain.errors import InvalidRecord, TooLarge
+from domain.masking import BytesBody, JsonBody, enforce
 from domain.media_type import validate_media_type
 from domain.payload_text import canonical_text
-from domain.redaction import redact
 from domain.text import is_storable
 
 INLINE_MAX_BYTES = 64 * 1024
@@ -70,19 +70,24 @@ class Submitted(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     idempotency_key: str | None = None
 
 
-def draft_from_wire(item: Any, mask: tuple[str, ...]) -> Draft:
-    """Validate one submitted record, apply redaction, and size it.
+def draft_from_wire(item: Any, mask: tuple[str, ...], allow_unmasked_bodies: bool = False,
+                    message_batch: bool = False) -> Draft:
+    """Validate one submitted record, mask or refuse its body (`masking.enforce`), and
+    size it.
 
     `item` is a `Submitted` (already of the wire types) or any decoded JSON value, which
     is checked field by field, in the same order, with the same refusals. A JSON
     payload's size is its canonical text's (`payload_json`) after redaction; base64
-    `data` is sized as decoded bytes. Either over 64 KiB is refused.
+    `data` is sized as decoded bytes, after redaction. Either over 64 KiB is refused.
+    `message_batch`: a payload that is an array holds messages (the Durable Streams
+    facade's JSON mode), each masked as a payload of its own.
     """
+    redaction = _Redaction(mask, allow_unmasked_bodies, message_batch)
     if isinstance(item, Submitted):
         data = None if isinstance(item.data, msgspec.UnsetType) else item.data
         _check_key(item.idempotency_key)
         _check_one_body(item.content_type, item.payload is not msgspec.UNSET, data is not None)
-        return _draft(True, item.payload, data, item.content_type, item.idempotency_key, mask)
+        return _draft(True, item.payload, data, item.content_type, item.idempotency_key, redaction)
     if not isinstance(item, dict):
         raise InvalidRecord("each record must be a JSON object")
     unknown = set(item) - {"payload", "data", "content_type", "idempotency_key"}
@@ -95,11 +100,11 @@ def draft_from_wire(item: Any, mask: tuple[str, ...]) -> Draft:
     content_type = item.get("content_type")
     _check_one_body(content_type, "payload" in item, "data" in item)
     if "payload" in item:
-        return _draft(False, item["payload"], None, content_type, key, mask)
+        return _draft(False, item["payload"], None, content_type, key, redaction)
     encoded = item["data"]
     if not isinstance(encoded, str):
         raise InvalidRecord("data must be a base64 string")
-    return _draft(False, None, encoded, content_type, key, mask)
+    return _draft(False, None, encoded, content_type, key, redaction)
 
 
 def _check_key(key: str | None) -> None:
@@ -119,27 +124,52 @@ def _check_one_body(content_type: Any, has_payload: bool, has_data: bool) -> Non
         raise InvalidRecord("a record carries exactly one of payload or data")
 
 
+class _Redaction(NamedTuple):
+    mask: tuple[str, ...]
+    allow_unmasked_bodies: bool
+    message_batch: bool
+
+    def payload(self, payload: Any) -> Any:
+        if not self.mask:  # what `enforce` answers too, without a walk on the hot path
+            return payload
+        if self.message_batch and isinstance(payload, list):
+            return [self.payload_of_one(message) for message in payload]
+        return self.payload_of_one(payload)
+
+    def payload_of_one(self, payload: Any) -> Any:
+        return enforce(JsonBody(payload), self.mask, self.allow_unmasked_bodies).value
+
+
 def _draft(from_json: bool, payload: Any, data: str | None, content_type: str | None,
-           key: str | None, mask: tuple[str, ...]) -> Draft:
+           key: str | None, redaction: _Redaction) -> Draft:
     """`from_json`: the payload is a JSON decoder's value (`Submitted`); `data` is None
     exactly when the record carries a payload."""
     if data is None:
-        payload = redact(payload, mask)
+        payload = redaction.payload(payload)
         encoded = canonical_text(payload, decoded_from_json=from_json)
         _check_inline(len(encoded))
         return Draft(content_type or "application/json", len(encoded), payload=payload,
                      idempotency_key=key, has_payload=True, payload_json=encoded.decode())
+    content_type = content_type or "application/octet-stream"
+    decoded = decode_data(data)
+    _check_inline(len(decoded))  # as sent: an oversize body is 413 before it is decoded
+    body = enforce(BytesBody(decoded, content_type), redaction.mask,
+                   redaction.allow_unmasked_bodies)
+    _check_inline(len(body.data))  # and as kept: a mask may make it longer
+    return Draft(content_type, len(body.data), data=body.data, idempotency_key=key)
+
+
+def decode_data(data: str) -> bytes:
+    """The bytes of a `data` string: canonical padded base64 of at most 64 KiB decoded
+    (`TooLarge` beyond, without decoding; `InvalidRecord` if not base64)."""
     if len(data) > (INLINE_MAX_BYTES * 4) // 3 + 4:
         raise TooLarge(INLINE_TOO_LARGE, limit=INLINE_MAX_BYTES)
     if _BASE64.fullmatch(data) is None:
         raise InvalidRecord("data is not valid base64", field="data")
     try:
-        decoded = base64.b64decode(data, validate=True)
+        return base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):
         raise InvalidRecord("data is not valid base64", field="data") from None
-    _check_inline(len(decoded))
-    return Draft(content_type or "application/octet-stream", len(decoded), data=decoded,
-                 idempotency_key=key)
 
 
 def draft_for_object(ref: ObjectRef) -> Draft:

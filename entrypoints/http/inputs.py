@@ -13,12 +13,10 @@ from typing import Any
 from application.reading import DEFAULT_LIMIT
 from domain.cursor import parse_cursor
 from domain.errors import InvalidLimit, InvalidRecord
+from domain.masking import MAX_JSON_DEPTH
 from domain.records import Submitted
 
 MAX_LIMIT_DIGITS = 7
-MAX_JSON_DEPTH = 64
-"""Deepest nesting a record may have. Far below the interpreter's recursion limit, so a
-stored record can always be encoded again for every reader, on any call stack."""
 
 
 def subscribe_cursor(after: str | None, last_event_id: str | None) -> int:

@@ -38,6 +38,7 @@ from domain.cursor import MAX_SEQUENCE
 from domain.definition import FORBIDDEN_CONTENT_CLASSES, StreamDefinition
 from domain.identifiers import OBJECT_ID_REGEX, id_json_schema
 from domain.live_chunk import LIVE_CHUNK_MAX_BYTES
+from domain.masking import MAX_JSON_DEPTH
 from domain.media_type import MEDIA_TYPE_MAX_CHARS, MEDIA_TYPE_REGEX
 from domain.records import (
     BASE64_REGEX,
@@ -46,7 +47,6 @@ from domain.records import (
     OBJECT_MAX_BYTES,
 )
 from domain.stream import MAX_BATCH
-from entrypoints.http.inputs import MAX_JSON_DEPTH
 
 JsonSchema = dict[str, Any]
 
@@ -161,8 +161,13 @@ def definition_request_schema() -> JsonSchema:
     placement.pop("required", None)
     placement["description"] = ("Defaults to this node's region for every field; a given "
                                 "`metadata_home` is the default of the others.")
-    schema["description"] = (f"`content_class` {sorted(FORBIDDEN_CONTENT_CLASSES)} is refused "
-                             "(422 `invalid_content_class`).")
+    schema["description"] = (f"`content_class` {sorted(FORBIDDEN_CONTENT_CLASSES)} and every "
+                             "class of its family (a sub-class, a version, a namespaced copy: "
+                             "`model.reasoning.raw.v2`, `acme:model.reasoning.raw`) are refused "
+                             "(422 `invalid_content_class`). On a stream with a "
+                             "`redaction.mask`, bodies that cannot be masked (non-JSON `data`, "
+                             "objects) are refused (422 `redaction_unenforceable`) unless "
+                             "`redaction.allow_unmasked_bodies` is true.")
     return schema
 
 
@@ -179,7 +184,9 @@ def record_request_schema() -> JsonSchema:
         "additionalProperties": False,
         "description": (f"Exactly one of `payload` (any JSON, at most {INLINE_MAX_BYTES} bytes "
                         f"as compact UTF-8 after redaction, nested at most {MAX_JSON_DEPTH} "
-                        f"levels) or `data` (base64 of at most {INLINE_MAX_BYTES} bytes)."),
+                        f"levels) or `data` (base64 of at most {INLINE_MAX_BYTES} bytes; on a "
+                        "masked stream, JSON `data` is decoded and masked, other `data` refused "
+                        "unless the stream allows unmasked bodies)."),
         "properties": {
             "payload": {},
             "data": {"type": "string", "contentEncoding": "base64", "pattern": BASE64_REGEX,

@@ -95,6 +95,7 @@ DOMAIN_STATUSES: dict[type[e.DomainError], int] = {
     e.ForbiddenContentClass: 422,
     e.InvalidRecord: 422,
     e.InvalidContentType: 422,
+    e.RedactionUnenforceable: 422,
     e.DigestMismatch: 422,
     e.SizeMismatch: 422,
     e.Unauthenticated: 401,

@@ -6,10 +6,10 @@ from __future__ import annotations
 import unicodedata
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from domain.content_class import CONTENT_CLASS_PATTERN, FORBIDDEN_CONTENT_CLASSES
+from domain.content_class import CONTENT_CLASS_PATTERN, is_forbidden
 from domain.definition import build_definition
 from domain.errors import ForbiddenContentClass, InvalidDefinition
 from tests.domain.factories import NODE_REGION
@@ -70,7 +70,7 @@ def test_an_accepted_class_is_normalised_in_the_alphabet_and_never_forbidden(
         return
     assert CONTENT_CLASS_PATTERN.fullmatch(pinned)
     assert pinned == unicodedata.normalize("NFKC", requested).casefold().strip()
-    assert pinned not in FORBIDDEN_CONTENT_CLASSES
+    assert not is_forbidden(pinned)
     assert build(pinned) == pinned  # normalising twice changes nothing
 
 
@@ -90,3 +90,55 @@ def test_a_class_outside_the_alphabet_is_an_invalid_definition(requested: str) -
     with pytest.raises(InvalidDefinition) as refused:
         build(requested)
     assert refused.value.extra["field"] == "content_class"
+
+
+SEPARATORS = [".", ":", "-", "_"]
+FAMILY = ["model.reasoning.raw.v2", "model.reasoning.raw:x", "model.reasoning.raw-2",
+          "model.reasoning.raw_v2", "model.reasoning.raw2", "model.reasoning.raw.summary",
+          "model.reasoning.raw.", "model.reasoning.raw::", "acme:model.reasoning.raw",
+          "vendor.model.reasoning.raw.v1", "model_reasoning_raw", "model:reasoning-raw.v3",
+          "x-model.reasoning.raw-y", "Model.Reasoning.RAW.V2", "model.reasoning.raw\u200b.v2",
+          "ｍｏｄｅｌ.ｒｅａｓｏｎｉｎｇ.ｒａｗ．ｖ２"]
+OTHERS = ["model.reasoning.rawhide", "model.reasoning.raws", "model.reasoning.summary",
+          "xmodel.reasoning.raw", "model.reasoningraw", "modelreasoningraw",
+          "model.reasoning.rawdata.v2", "2model.reasoning.raw"]
+
+
+@pytest.mark.parametrize("spelling", FAMILY)
+def test_every_class_of_the_raw_reasoning_family_is_refused_as_forbidden(spelling: str) -> None:
+    with pytest.raises(ForbiddenContentClass) as refused:
+        build(spelling)
+    assert refused.value.extra["field"] == "content_class"
+    assert is_forbidden(spelling)
+
+
+@pytest.mark.parametrize("spelling", OTHERS)
+def test_a_letter_beside_the_forbidden_class_makes_another_class(spelling: str) -> None:
+    assert build(spelling) == spelling
+    assert not is_forbidden(spelling)
+
+
+SUFFIX = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789._:-", max_size=20)
+
+
+@given(st.sampled_from(["", "acme:", "vendor.", "x-", "a_"]), disguised(RAW),
+       st.sampled_from(SEPARATORS) | st.integers(0, 9).map(str), SUFFIX)
+def test_a_sub_class_version_or_namespaced_copy_of_raw_reasoning_is_refused(
+        prefix: str, root: str, separator: str, suffix: str) -> None:
+    with pytest.raises(ForbiddenContentClass):
+        build(prefix + root.strip() + separator + suffix)
+
+
+@given(st.sampled_from(SEPARATORS), st.sampled_from(SEPARATORS))
+def test_the_forbidden_class_is_found_whatever_separators_spell_it(first: str,
+                                                                   second: str) -> None:
+    with pytest.raises(ForbiddenContentClass):
+        build(f"model{first}reasoning{second}raw")
+
+
+@given(st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=3), SUFFIX)
+def test_a_word_that_only_starts_like_the_forbidden_class_is_another_class(
+        letters: str, suffix: str) -> None:
+    requested = RAW + letters + suffix
+    assume(not is_forbidden(letters + suffix))
+    assert build(requested) == requested

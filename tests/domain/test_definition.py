@@ -47,7 +47,7 @@ def test_only_stream_id_and_content_class_are_required_and_every_default_is_fill
                    "max_open_objects": 100,
                    "on_unread_full": "reject", "block_timeout_seconds": 5.0},
         "retention": {"max_age_seconds": None, "max_records": None},
-        "redaction": {"mask": []},
+        "redaction": {"mask": [], "allow_unmasked_bodies": False},
         "placement": {"metadata_home": NODE_REGION, "metadata_replicas": [],
                       "object_regions": [NODE_REGION], "client_egress_regions": [NODE_REGION],
                       "log_region": NODE_REGION},

@@ -29,6 +29,7 @@ with atheris.instrument_imports(include=["domain", "application", "entrypoints"]
     from domain.definition import StreamDefinition, build_definition
     from domain.errors import DomainError, InvalidCursor, InvalidLimit, InvalidRecord
     from domain.records import BASE64_REGEX, INLINE_MAX_BYTES, Draft, draft_from_wire
+    from domain.redaction import MASK
     from domain.text import is_storable
     from entrypoints.http.handlers.bodies import AckBody, AppendBody, LiveBody, PrepareObjectBody
     from entrypoints.http.inputs import check_record_depth, page_limit, subscribe_cursor
@@ -208,6 +209,31 @@ def base64_rule(raw: bytes) -> None:
             raise AssertionError(f"published base64 rule too wide: {text!r}") from error
 
 
+def masked_data(raw: bytes) -> None:
+    """`data` of a JSON media type on a masked stream (`domain.masking`): refused with a
+    domain error, or kept as JSON in which nothing is left under a pinned pointer."""
+    data = atheris.FuzzedDataProvider(raw)
+    content_type = data.PickValueInList(["application/json", "application/x+json",
+                                         "APPLICATION/JSON; charset=utf-8", "text/plain"])
+    body = (json.dumps({"user": json_value(data), "rest": json_value(data)}).encode()
+            if data.ConsumeBool() else data.ConsumeBytes(512))
+    try:
+        draft = draft_from_wire({"data": base64.b64encode(body).decode(),
+                                 "content_type": content_type}, ("/user/email", "/0"),
+                                data.ConsumeBool())
+    except DomainError as error:
+        assert 400 <= classify(error)[0] < 500
+        return
+    if content_type == "text/plain":
+        assert draft.data == body  # kept as sent: the stream allowed unmasked bodies
+        return
+    kept = json.loads(draft.data or b"")
+    if isinstance(kept, dict) and isinstance(kept.get("user"), dict) and "email" in kept["user"]:
+        assert kept["user"]["email"] == MASK, repr(body)
+    if isinstance(kept, list) and kept:
+        assert kept[0] == MASK, repr(body)
+
+
 def every(raw: bytes) -> None:
     """All targets in one process (the first byte picks one): the short run in CI."""
     if raw:
@@ -222,6 +248,7 @@ TARGETS: dict[str, Target] = {
     "definition": definition,
     "record_payload": record_payload,
     "base64_rule": base64_rule,
+    "masked_data": masked_data,
 }
 PARSERS.extend(TARGETS.values())
 TARGETS["all"] = every

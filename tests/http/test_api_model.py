@@ -2,12 +2,14 @@
 
 A Hypothesis state machine drives two nodes (`eu`, `us`) over one in-memory backend
 (`model_cluster.Cluster`) with two tenants, principals of different scopes and run
-bindings, streams with random pins (readers/writers, a `/user/email` mask, placement,
-credit, declared consumers in both forms), and random creates, appends, reads, acks,
-closes, holds, erasures, live chunks (observed by a real `?live=true` subscription),
-object steps, input dispatch through a wait service that fails at random, and re-drives
-of dead letters. A plain model predicts every status; invariants are checked on every
-response (no 5xx, no foreign tenant's marker, no masked secret) and after every step on
+bindings, streams with random pins (readers/writers, a `/user/email` mask with or
+without `allow_unmasked_bodies`, placement, credit, declared consumers in both forms),
+and random creates, appends (payloads, JSON `data` under hostile media types, text
+`data`), reads, acks, closes, holds, erasures, live chunks (observed by a real
+`?live=true` subscription, some shaped as byte bodies), object steps, input dispatch
+through a wait service that fails at random, and re-drives of dead letters. A plain
+model predicts every status; invariants are checked on every response (no 5xx, no
+foreign tenant's marker, no masked secret, not even inside base64 `data`) and after every step on
 the streams the step touched (declared consumers only, acks only advance, erased streams
 gain nothing, sequences dense, state as modelled, each input stream published in
 sequence order but for what was re-driven, every input record published, pending or
@@ -17,7 +19,11 @@ dead-lettered).
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import hashlib
+import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,7 +57,8 @@ Key = tuple[str, str, str]
 PINS = st.fixed_dictionaries({
     "readers": st.sampled_from([["*"], ["alice", "audit"], ["bob", "audit"]]),
     "writers": st.sampled_from([["*"], ["alice"], ["alice", "carol"]]),
-    "mask": st.sampled_from([[], ["/user/email"]]),
+    "redaction": st.sampled_from([{"mask": []}, {"mask": ["/user/email"]},
+                                  {"mask": ["/user/email"], "allow_unmasked_bodies": True}]),
     "home": st.sampled_from(REGIONS), "wide_egress": st.booleans(),
     "max_unread": st.sampled_from([2, 3, 1000]), "max_total": st.sampled_from([5, 100_000]),
     "policy": st.sampled_from(["reject", "block"]),
@@ -63,6 +70,12 @@ PICK = st.integers(0, 11)
 AWAY = st.sampled_from([False, False, False, True])
 """Mostly at the stream's home; sometimes at the other node."""
 BODIES = (b"alpha", b"beta-bytes")
+SHAPES = st.sampled_from(["payload", "payload", "json-data", "text-data"])
+"""How a body travels: a JSON payload, base64 `data` that says it is JSON, or base64
+`data` of the same JSON text typed `text/plain` (which no mask can reach)."""
+JSON_TYPES = st.sampled_from(["application/json; charset=utf-8", "application/vnd.run+json",
+                              "APPLICATION/JSON", "Application/Problem+JSON ; q=1"])
+BASE64_DATA = re.compile(r'"data":\s*"([A-Za-z0-9+/=]*)"')
 
 
 def definition(stream_id: str, p: dict[str, Any]) -> dict[str, Any]:
@@ -70,7 +83,7 @@ def definition(stream_id: str, p: dict[str, Any]) -> dict[str, Any]:
     return {"stream_id": stream_id, "content_class": "output.text",
             "credit": {"max_unread_items": p["max_unread"], "max_total_items": p["max_total"],
                        "on_unread_full": p["policy"], "block_timeout_seconds": 0},
-            "redaction": {"mask": p["mask"]},
+            "redaction": p["redaction"],
             "placement": {"metadata_home": p["home"], "object_regions": [p["home"]],
                           "client_egress_regions": egress, "log_region": p["home"]},
             "authorization": {"readers": p["readers"], "writers": p["writers"]},
@@ -112,6 +125,15 @@ class Model:
     def consumer_id(declared: Any) -> str:
         return declared if isinstance(declared, str) else str(declared["id"])
 
+    @property
+    def masked(self) -> bool:
+        return bool(self.pins["redaction"]["mask"])
+
+    @property
+    def refuses_unmasked(self) -> bool:
+        """Bytes no mask can reach and object bodies are refused (422)."""
+        return self.masked and not self.pins["redaction"].get("allow_unmasked_bodies")
+
     def may(self, sub: str, pin: str) -> bool:
         return "*" in self.pins[pin] or sub in self.pins[pin]
 
@@ -138,10 +160,26 @@ def core(envelope: dict[str, Any]) -> Any:
     if "object" in envelope:
         return ("object", envelope["object"]["object_id"])
     payload = envelope.get("payload")
+    if "data" in envelope:  # every byte body the model sends is JSON text
+        payload = json.loads(base64.b64decode(envelope["data"]))
     if isinstance(payload, dict) and isinstance(payload.get("user"), dict):
         payload = {**payload, "user": {k: v for k, v in payload["user"].items()
                                        if k != "email"}}
     return ("payload", payload)
+
+
+def wire_body(payload: Any, shape: str, json_type: str) -> dict[str, Any]:
+    if shape == "payload":
+        return {"payload": payload}
+    text = base64.b64encode(json.dumps(payload).encode()).decode()
+    return {"data": text, "content_type": json_type if shape == "json-data" else "text/plain"}
+
+
+def live_core(chunk: Any) -> Any:
+    """A live chunk as the model compares it: a byte-shaped one by its decoded body."""
+    if isinstance(chunk, dict) and "data" in chunk and "content_type" in chunk:
+        return ("bytes", chunk["content_type"], core(chunk))
+    return core({"payload": chunk})
 
 
 def has(sub: str, scope: str) -> bool:
@@ -191,6 +229,12 @@ class ApiModel(RuleBasedStateMachine):
         text = response.text
         assert response.status_code < 500, f"no 5xx: {response.status_code} {text[:300]}"
         assert SECRET not in text, f"masked path left the server: {text[:300]}"
+        for encoded in BASE64_DATA.findall(text):
+            try:
+                decoded = base64.b64decode(encoded)
+            except binascii.Error:
+                continue
+            assert SECRET.encode() not in decoded, f"masked path left in data: {decoded!r}"
         for tenant, mark in MARK.items():
             assert tenant == who[0] or mark not in text, f"{tenant}'s bytes reached {who}"
 
@@ -245,29 +289,34 @@ class ApiModel(RuleBasedStateMachine):
 
     @rule(pick=PICK, sub=st.sampled_from(["alice", "carol", "dave", "bob"]), away=AWAY,
           count=st.integers(1, 2), keys=st.sampled_from([None, "k1", "k2", "object"]),
+          shapes=st.tuples(SHAPES, SHAPES), json_type=JSON_TYPES,
           failures=st.sampled_from([1, None, 0, 2]))
     def append(self, pick: int, sub: str, away: bool, count: int, keys: str | None,
-               failures: int | None) -> None:
+               shapes: tuple[str, str], json_type: str, failures: int | None) -> None:
         """Then, unless `failures` is None, the workers run (see `dispatch`)."""
         key = self.key_of(pick)
         model = self.streams.get(key)
-        masked = bool(model and model.pins["mask"])
+        masked = bool(model and model.masked)
         idem = keys
         if keys == "object" and model is not None and model.objects:
             idem = "object:" + next(iter(model.objects.values())).object_id
-        payloads = [{"n": n, "mark": MARK[key[0]],
-                     "user": {"name": "u", "email": SECRET if masked else "plain@x"}}
-                    for n in range(count)]
+        # The secret goes wherever the stream promises to mask it or to refuse the body.
+        refusing = bool(model and model.refuses_unmasked)
+        payloads = [{"n": n, "mark": MARK[key[0]], "user": {"name": "u", "email": (
+            SECRET if masked and (shapes[n] != "text-data" or refusing) else "plain@x")}}
+            for n in range(count)]
         names = [None if idem is None else idem if n == 0 else f"{idem}-{n}"
                  for n in range(count)]
-        records = [{"payload": p, **({"idempotency_key": k} if k else {})}
-                   for k, p in zip(names, payloads, strict=True)]
+        records = [{**wire_body(p, shape, json_type), **({"idempotency_key": k} if k else {})}
+                   for k, p, shape in zip(names, payloads, shapes, strict=False)]
         response = self.call(key, sub, away, "POST", "/records", {"records": records})
         refusals = self.gate(key, sub, W, "writers", away)
         receipts = model.receipts if model else {}
         new = [r for r, k in zip(records, names, strict=True) if k not in receipts]
         if model is not None:
-            refusals.append((model.erased, 410))
+            # One record no mask can reach refuses the batch, keys used before or not.
+            unmaskable = "text-data" in shapes[:count] and model.refuses_unmasked
+            refusals += [(model.erased, 410), (unmaskable, 422)]
         if model is not None and new:
             refusals += [(model.closed, 409),
                          (model.head + len(new) > model.pins["max_total"], 409),
@@ -474,35 +523,42 @@ class ApiModel(RuleBasedStateMachine):
             assert set(redriven) <= set(range(1, model.head + 1)), f"redrove {redriven}"
             model.redriven.update(redriven)
 
-    @rule(pick=PICK, reader=st.sampled_from(["alice", "bob", "audit"]))
-    def live_chunk(self, pick: int, reader: str) -> None:
-        """A reader follows with `?live=true`, a writer publishes a chunk and closes."""
+    @rule(pick=PICK, reader=st.sampled_from(["alice", "bob", "audit"]), shape=SHAPES,
+          json_type=JSON_TYPES)
+    def live_chunk(self, pick: int, reader: str, shape: str, json_type: str) -> None:
+        """A reader follows with `?live=true`, a writer publishes a chunk (a JSON value, or
+        shaped as a byte body) and closes."""
         key = self.key_of(pick)
         model = self.streams.get(key)
         if model is None or model.closed or not model.may(reader, "readers"):
             return
         self.touched.add(key)
-        chunk = {"mark": MARK[key[0]], "user": {"name": "u", "email": (
-            SECRET if model.pins["mask"] else "plain@x")}}
-        frames = self.cluster.run(self.follow_while(key, model, reader, chunk))
+        refused = shape == "text-data" and model.refuses_unmasked
+        masked_here = model.masked and (shape != "text-data" or refused)
+        chunk = wire_body({"mark": MARK[key[0]], "user": {"name": "u", "email": (
+            SECRET if masked_here else "plain@x")}}, shape, json_type)
+        if shape == "payload":
+            chunk = chunk["payload"]
+        frames = self.cluster.run(self.follow_while(key, model, reader, chunk,
+                                                    422 if refused else 202))
         model.closed = True
         records = [(f["sequence"], core(f)) for name, f in frames if name == "record"]
         assert records == sorted(model.records.items()), f"SSE records: {records}"
-        live = [core({"payload": f["data"]}) for name, f in frames if name == "live"]
-        assert live == [core({"payload": chunk})], f"live chunks seen: {live}"
+        live = [live_core(f["data"]) for name, f in frames if name == "live"]
+        assert live == ([] if refused else [live_core(chunk)]), f"live chunks seen: {live}"
         assert frames[-1:] == [("end", {"reason": "closed", "last_sequence": model.head})]
 
-    async def follow_while(self, key: Key, model: Model, reader: str,
-                           chunk: Any) -> list[tuple[str, Any]]:
+    async def follow_while(self, key: Key, model: Model, reader: str, chunk: Any,
+                           status: int) -> list[tuple[str, Any]]:
         home, path = model.pins["home"], f"/runs/{key[1]}/streams/{key[2]}"
         cluster, who, writer = self.cluster, (key[0], reader), (key[0], "alice")
         follow = cluster.follow(home, who, path + "/subscribe?live=true")
         assert await cluster.settle(lambda: cluster.has_readers(StreamKey(*key))), "subscribed"
         published = await cluster.request(home, writer, "POST", path + "/live",
                                           {"chunks": [chunk], "source": "m", "attempt": 1})
-        expect(published, {202}, "live publish")
-        # Before closing, give the chunk every chance to reach the reader (no clock).
-        await cluster.settle(lambda: b"event: live" in b"".join(follow.body))
+        expect(published, {status}, "live publish")
+        if status == 202:  # before closing, give the chunk every chance to reach the reader
+            await cluster.settle(lambda: b"event: live" in b"".join(follow.body))
         expect(await cluster.request(home, writer, "POST", path + "/close"), {200}, "close")
         await asyncio.wait_for(follow.task, 30)  # a guard against hanging, not a timing
         assert follow.status == 200, f"subscribe answered {follow.status}"
@@ -520,7 +576,8 @@ class ApiModel(RuleBasedStateMachine):
         known = model.objects.get(idem) if model else None
         if model is not None:
             refusals += [(model.erased, 410), (known is not None and known.body != body, 409),
-                         (known is not None and known.owner != sub, 403)]
+                         (known is not None and known.owner != sub, 403),
+                         (model.refuses_unmasked, 422)]
         success = {200} if known else {201} | ({409} if model and model.closed else set())
         expect(response, verdict(success, *refusals), f"prepare {idem} on {key}")
         if model is not None and response.status_code == 201:

@@ -31,7 +31,9 @@ async def test_create_answers_201_with_every_pin_and_an_identical_recreate_answe
     assert set(body) == {"run_id", "stream_id", "definition", "status", "created_at"}
     assert body["run_id"] == run_id
     assert body["stream_id"] == "answer"
-    assert body["definition"] == SPEC_DEFINITION
+    # Every pin, defaults filled: the opt-in of ADR 0054 beside the mask.
+    assert body["definition"] == {**SPEC_DEFINITION, "redaction": {
+        "mask": ["/user/email"], "allow_unmasked_bodies": False}}
     status = body["status"]
     assert {"head": 0, "earliest": 1, "closed": False, "legal_hold": False,
             "consumers": {"ui": 0}}.items() <= status.items()

@@ -19,6 +19,7 @@ from application.durable_catalog import (
 )
 from application.durable_streams import DurableStreams, StreamConfig
 from domain.errors import NotFound
+from domain.media_type import is_media_type
 from domain.principal import Principal
 from domain.producer_fencing import NewEpochNotAtZero, SequenceGap, StaleEpoch
 from domain.records import INLINE_MAX_BYTES
@@ -206,8 +207,11 @@ def to_records(content_type: str, body: bytes, allow_empty_array: bool) -> list[
     if not body:
         return []
     if not wire.is_json(content_type):
-        return [{"data": base64.b64encode(body[start:start + INLINE_MAX_BYTES]).decode()}
-                for start in range(0, len(body), INLINE_MAX_BYTES)]
+        # Stored with the stream's content type, so a masked stream masks JSON bytes
+        # (`+json`) and refuses the rest, as it does for a native `data` record.
+        typed = {"content_type": content_type} if is_media_type(content_type) else {}
+        return [{"data": base64.b64encode(body[start:start + INLINE_MAX_BYTES]).decode(),
+                 **typed} for start in range(0, len(body), INLINE_MAX_BYTES)]
     try:
         value = json.loads(body)
     except (ValueError, UnicodeDecodeError, RecursionError):
