@@ -48,7 +48,7 @@ against a JWKS; claims `sub`, `tenant`, `scopes`, optional `runs`, `exp`, `iat`,
 (`EventSource`), the subscribe route takes `?access_token=` with a short-lived
 subscribe token of that stream (`POST …/subscribe-token`), and no other token. A
 subscription ends with `event: end` `{"reason": "token_expired"}` when its token
-expires. Errors are `application/problem+json` with a stable `code`."""
+expires, and `{"reason": "token_revoked"}` when it is revoked. Errors are `application/problem+json` with a stable `code`."""
 
 
 def create_app(settings: Settings, host: NodeHost | None = None,
@@ -81,6 +81,7 @@ def create_app(settings: Settings, host: NodeHost | None = None,
         async with host.running() as node, auth.kept_current(
                 node.backend.revoked, node.clock, settings.revocation_refresh_seconds):
             draining.attach(lambda: host.node.service.follower)
+            node.service.follower.watch_revocations(auth.revoked)
             yield
 
     return Litestar(
