@@ -48,7 +48,8 @@ against a JWKS; claims `sub`, `tenant`, `scopes`, optional `runs`, `exp`, `iat`,
 (`EventSource`), the subscribe route takes `?access_token=` with a short-lived
 subscribe token of that stream (`POST …/subscribe-token`), and no other token. A
 subscription ends with `event: end` `{"reason": "token_expired"}` when its token
-expires, and `{"reason": "token_revoked"}` when it is revoked. Errors are `application/problem+json` with a stable `code`."""
+expires, and `{"reason": "token_revoked"}` when it is revoked. Errors are
+`application/problem+json` with a stable `code`."""
 
 
 def create_app(settings: Settings, host: NodeHost | None = None,
