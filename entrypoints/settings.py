@@ -31,6 +31,7 @@ from application.maintenance import UpkeepSettings
 from application.node import NodeSettings
 from domain.credit_ceilings import INT64_MAX, CreditCeilings
 from domain.definition import MAX_OPEN_OBJECTS_CEILING, MAX_UNREAD_ITEMS_CEILING
+from entrypoints.cors import parse_origins
 from entrypoints.trusted_proxies import parse_networks
 
 JWT_SECRET_FILE = "jwt-secret"
@@ -153,6 +154,12 @@ class Settings(BaseSettings):
     JSON list (`10.0.0.5,10.1.0.0/16`). A connection from one is held to `max_connections` only,
     not to `max_connections_per_address`, and its `X-Forwarded-For` names the client. Empty:
     nobody is trusted and forwarded headers are ignored (ADR 0033)."""
+    cors_origins: Annotated[tuple[str, ...], NoDecode] = ()
+    """Origins whose browser pages may call this node (the native API and the Durable
+    Streams facade), comma-separated or a JSON list: `https://app.example.com`, each
+    `scheme://host[:port]`, no path, no `*`. Empty: no cross-origin access (ADR 0062)."""
+    cors_max_age_seconds: int = Field(600, ge=0, le=86400)
+    """How long a browser may keep a preflight answer (browsers cap it: Chromium at 7200)."""
     max_sse_connections: int = Field(2000, gt=0)
     """Open event streams (subscriptions) on this node, outside `max_connections`."""
     header_timeout_seconds: float = Field(10.0, gt=0)
@@ -285,6 +292,19 @@ class Settings(BaseSettings):
                 return json.loads(text)
             return tuple(item for item in text.split(",") if item.strip())
         return value
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _origins_from_text(cls, value: object) -> object:
+        if isinstance(value, str):
+            text = value.strip()
+            return json.loads(text) if text.startswith("[") else tuple(text.split(","))
+        return value
+
+    @field_validator("cors_origins")
+    @classmethod
+    def _origins_are_origins(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return parse_origins(value)
 
     @field_validator("wait_service", mode="before")
     @classmethod

@@ -22,6 +22,7 @@ from litestar.types import ASGIApp
 from application.service import RunnelService
 from entrypoints.backend import NodeUnready
 from entrypoints.container import NodeHost
+from entrypoints.cors import CrossOrigin
 from entrypoints.http.api_docs import api_docs_plugins, api_docs_router
 from entrypoints.http.auth import Authenticator, SubscribeAuthenticator
 from entrypoints.http.callers import Callers
@@ -115,8 +116,8 @@ def create_asgi_app(settings: Settings, connections: ConnectionBudget | None = N
                     draining: Draining | None = None,
                     host: NodeHost | None = None) -> ASGIApp:
     """What the server runs: the app inside one layer for request ids (every response,
-    every log line), the header limit, route timing and client disconnects
-    (`request_ids.py`, `pipeline.py`); when tracing is on, a server span; and outermost
+    every log line), the header limit, route timing, client disconnects and CORS
+    (`request_ids.py`, `pipeline.py`, `cors.py`); when tracing is on, a server span; and outermost
     the event-stream transport (coalesced writes, stall bound), which so gets the
     server's own `send` and can abort a stalled reader's connection at once;
     `connections`, the server's connection budget, is reported in /metrics; `draining`
@@ -126,6 +127,7 @@ def create_asgi_app(settings: Settings, connections: ConnectionBudget | None = N
     if connections is not None:
         metrics.registry.register(ConnectionMetrics(connections))
     app = RequestIds(create_app(settings, host, draining),
-                     RequestRules(settings.max_header_bytes, metrics))
+                     RequestRules(settings.max_header_bytes, metrics),
+                     CrossOrigin(settings.cors_origins, settings.cors_max_age_seconds))
     return EventStreamTransport(traced(app), settings.sse_stall_seconds,
                                 on_stall=metrics.stalled.inc)

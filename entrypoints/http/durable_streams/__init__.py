@@ -1,5 +1,7 @@
 """The Durable Streams protocol as a second face over the same streams (ADR 0041):
-`/v1/stream/{path}` beside the native API, answering as the protocol says."""
+`/v1/stream/{path}` beside the native API, answering as the protocol says. Cross-origin
+access is the native API's, decided in one place (`entrypoints/cors.py`, ADR 0062): a
+preflight never reaches `dispatch`."""
 
 from __future__ import annotations
 
@@ -23,17 +25,6 @@ from entrypoints.settings import ConfigurationError, Settings
 log = logging.getLogger("runnel.durable_streams")
 
 COMMON_HEADERS = {
-    "access-control-allow-origin": "*",
-    "access-control-allow-methods": "GET, POST, PUT, DELETE, HEAD, OPTIONS",
-    "access-control-allow-headers": (
-        "content-type, authorization, if-none-match, Stream-Seq, Stream-TTL, "
-        "Stream-Expires-At, Stream-Closed, Producer-Id, Producer-Epoch, Producer-Seq, "
-        "Stream-Forked-From, Stream-Fork-Offset, Stream-Fork-Sub-Offset"),
-    "access-control-expose-headers": (
-        "Stream-Next-Offset, Stream-Cursor, Stream-Up-To-Date, Stream-Closed, Producer-Epoch, "
-        "Producer-Seq, Producer-Expected-Seq, Producer-Received-Seq, Stream-TTL, "
-        "Stream-Expires-At, Stream-SSE-Data-Encoding, Runnel-Run-Id, etag, content-type, "
-        "location"),
     "x-content-type-options": "nosniff",
     "cross-origin-resource-policy": "cross-origin",
 }
