@@ -26,7 +26,15 @@ import time
 import uuid
 
 from litestar.enums import ScopeType
-from litestar.types import ASGIApp, Message, Receive, Scope, Send
+from litestar.types import (
+    ASGIApp,
+    HTTPResponseBodyEvent,
+    HTTPResponseStartEvent,
+    Message,
+    Receive,
+    Scope,
+    Send,
+)
 
 from entrypoints import tracing
 from entrypoints.cors import CrossOrigin
@@ -100,9 +108,12 @@ class RequestIds:
                 await send_problem(send_with_id, refusal)
             elif cors is not None and (
                     answer := cors.preflight(method, scope["headers"])) is not None:
-                await send_with_id({"type": "http.response.start", "status": 204,
-                                    "headers": answer})
-                await send_with_id({"type": "http.response.body", "body": b""})
+                start: HTTPResponseStartEvent = {"type": "http.response.start", "status": 204,
+                                                 "headers": answer}
+                await send_with_id(start)
+                end: HTTPResponseBodyEvent = {"type": "http.response.body", "body": b"",
+                                              "more_body": False}
+                await send_with_id(end)
             else:
                 await self.app(scope, rules.watched(scope["headers"], receive), send_with_id)
         finally:
