@@ -192,6 +192,10 @@ class Settings(BaseSettings):
     serve` has its own /metrics)."""
     worker_metrics_host: str = "127.0.0.1"
     """The address of `runnel worker`'s metrics port (`0.0.0.0` for a scraper elsewhere)."""
+    metrics_token: SecretStr | None = None
+    """The bearer token `/metrics` on the API port takes, at least 32 bytes; unset: that
+    route answers nobody (ADR 0061). `runnel worker`'s metrics port, an operator address of
+    its own, takes no token."""
     metrics_store_figures: bool = True
     """Read the whole store's outbox backlogs and consumer lag at each scrape (one query,
     about 1 ms per 1,000 consumers). Every node reports the same figures: on a large
@@ -273,6 +277,14 @@ class Settings(BaseSettings):
     @field_validator("jwt_secret")
     @classmethod
     def _secret_long_enough(cls, value: SecretStr | None) -> SecretStr | None:
+        problem = None if value is None else secret_problem(value.get_secret_value())
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("metrics_token")
+    @classmethod
+    def _metrics_token_long_enough(cls, value: SecretStr | None) -> SecretStr | None:
         problem = None if value is None else secret_problem(value.get_secret_value())
         if problem is not None:
             raise ValueError(problem)

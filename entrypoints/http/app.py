@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.metadata import version
+from typing import Any
 
-from litestar import Litestar
+from litestar import Litestar, Request
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
@@ -36,6 +37,7 @@ from entrypoints.http.problems import problem_response
 from entrypoints.http.request_ids import RequestIds
 from entrypoints.http.routes import api_router, operation_handlers
 from entrypoints.http.sse_transport import EventStreamTransport
+from entrypoints.metrics_access import MetricsAccess
 from entrypoints.scrape import scrape
 from entrypoints.settings import Settings
 from entrypoints.subscribe_tokens import SubscribeTokens
@@ -60,6 +62,8 @@ def create_app(settings: Settings, host: NodeHost | None = None,
     metrics = host.metrics
     auth = Authenticator.from_settings(settings)
     subscribe_tokens = SubscribeTokens(settings.resolved_jwt_secret())
+    access = MetricsAccess(None if settings.metrics_token is None
+                           else settings.metrics_token.get_secret_value())
 
     def provide_service() -> RunnelService:
         return host.node.service
@@ -74,7 +78,8 @@ def create_app(settings: Settings, host: NodeHost | None = None,
 
         return unless_draining
 
-    def provide_scrape() -> Scrape:
+    def provide_scrape(request: Request[Any, Any, Any]) -> Scrape:
+        access.check(request.headers.get("authorization"))
         return lambda: scrape(metrics, host.node.service, host.node.backend)
 
     @asynccontextmanager
