@@ -17,6 +17,7 @@ import pytest
 
 from adapters.postgres.revoked_tokens import PostgresRevokedTokens
 from application.ports import Revocation
+from tests.http.conftest import ServerPool
 from tests.http.server import RunnelServer, bearer, token
 from tests.http.support import (
     append,
@@ -123,3 +124,23 @@ async def test_a_subscribe_token_mints_no_subscribe_token(
     async with httpx.AsyncClient(base_url=server.api, headers=bearer(child)) as client:
         refused = await client.post(f"/runs/{run_id}/streams/s/subscribe-token")
     assert_problem(refused, 401, "unauthenticated")
+
+
+async def test_a_facade_event_stream_ends_when_its_token_is_revoked(
+        servers: ServerPool, run_id: str) -> None:
+    """The protocol has no `end` frame: the connection ends before its next wait (one
+    long-poll interval at most), and the reconnect is refused."""
+    server, database = servers.get({"RUNNEL_DURABLE_STREAMS_LONG_POLL_SECONDS": "1"})
+    doomed = token()
+    url = f"{server.url}/v1/stream/{run_id}"
+    async with httpx.AsyncClient(headers=bearer(doomed), timeout=60) as client:
+        assert (await client.put(url, content="a", headers={
+            "Content-Type": "text/plain"})).status_code == 201
+        async with asyncio.timeout(DEADLINE_SECONDS), client.stream(
+                "GET", url, params={"offset": "-1", "live": "sse"}) as events:
+            assert events.status_code == 200
+            await revoke(database, jti_of(doomed))
+            body = b"".join([chunk async for chunk in events.aiter_bytes()])
+        assert b"event: data" in body  # served until the revocation, then ended
+        again = await client.get(url, params={"offset": "-1", "live": "sse"})
+    assert_problem(again, 401, "unauthenticated")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -59,11 +60,16 @@ def durable_streams_handlers(settings: Settings, auth: Authenticator,
                              scopes=frozenset({Scope.READ.value, Scope.WRITE.value}))
         return auth.from_header(request)
 
+    def still_valid(principal: Principal) -> bool:
+        expires_at = principal.expires_at
+        return (not auth.revoked.refuses_principal(principal)
+                and (expires_at is None or time.time() < expires_at))
+
     def facade() -> Facade:
         if not facades:
             streams = DurableStreams(service(), catalog(), clock())
             facades.append(Facade(streams, principal_of, clock(),
-                                  settings.durable_streams_long_poll_seconds))
+                                  settings.durable_streams_long_poll_seconds, still_valid))
         return facades[0]
 
     async def dispatch(request: Request[Any, Any, Any], path: FromPath[str]) -> Response[Any]:
