@@ -20,6 +20,7 @@ from application.ports import (
     WakeBus,
     WakeSubscription,
 )
+from application.revocations import RevocationList
 from application.subscription_slots import SubscriptionSlots
 from domain.cursor import check_cursor
 from domain.identifiers import StreamKey
@@ -30,7 +31,8 @@ from domain.stream import Stream
 class Follower:
     """Opens follows: checks access and the cursor before any frame is produced, so a
     refused or pruned cursor is an HTTP error, not a broken stream. Every follow holds one
-    of its principal's subscription slots until it closes (`SubscriptionSlots`)."""
+    of its principal's subscription slots until it closes (`SubscriptionSlots`), and ends
+    when its credential is revoked (`watch_revocations`)."""
 
     def __init__(self, store: StreamStore, reader: RecordReader, bus: WakeBus, gaps: GapEvidence,
                  node: NodeSettings, slots: SubscriptionSlots) -> None:
@@ -40,8 +42,9 @@ class Follower:
         self._gaps = gaps
         self._node = node
         self.slots = slots
-        self._open: set[OpenFollow] = set()
+        self._open: dict[OpenFollow, Principal] = {}
         self._draining = False
+        self._revocations: RevocationList | None = None
 
     async def authorize(self, principal: Principal, run_id: str,
                         stream_id: str) -> tuple[StreamKey, Stream]:
@@ -81,16 +84,38 @@ class Follower:
             await stack.aclose()
             raise
         follow = OpenFollow(key, after, self._reader, self._gaps, self._node, stack, wakes,
-                            page, expires_in, on_close=self._open.discard, live=live)
-        self._open.add(follow)
+                            page, expires_in, on_close=self._forget, live=live)
+        self._open[follow] = principal
+        # The request was authenticated before the awaits above: a revocation read since
+        # then found no follow to end, so this one checks for itself.
+        revocations = self._revocations
+        if revocations is not None and revocations.refuses_principal(principal):
+            follow.end("token_revoked")
         return follow
+
+    def _forget(self, follow: OpenFollow) -> None:
+        self._open.pop(follow, None)
+
+    def watch_revocations(self, revocations: RevocationList) -> None:
+        """From now on, every open follow whose credential `revocations` refuses (its own
+        token id or its parent's) ends with `EndFrame("token_revoked")` at its next frame,
+        as soon as the list has read the revocation (ADR 0060)."""
+        self._revocations = revocations
+        revocations.on_change(self._end_revoked)
+
+    def _end_revoked(self) -> None:
+        revocations = self._revocations
+        assert revocations is not None
+        for follow, principal in self._open.items():
+            if revocations.refuses_principal(principal):
+                follow.end("token_revoked")
 
     def drain(self) -> int:
         """The node is about to stop: every open follow ends with `EndFrame("shutdown")`,
         and no new one opens. Returns how many were ended."""
         self._draining = True
         for follow in self._open:
-            follow.drain()
+            follow.end("shutdown")
         return len(self._open)
 
     @property

@@ -16,10 +16,11 @@
    connection loses chunks too), the follow ends at a tick that finds nothing queued
    once the close has been known a whole keepalive interval.
    `EndFrame("token_expired")` when the credential that opened the follow expires,
-   or `EndFrame("shutdown")` when the node drains (`Follower.drain`). Nothing is
-   sent after either of the last two; the reader resumes from `last_sequence`
-   (with a fresh credential, or at another node) and loses nothing (ADR 0023,
-   ADR 0029).
+   `EndFrame("token_revoked")` when it (or the token it was minted from) is revoked
+   (`Follower.watch_revocations`), or `EndFrame("shutdown")` when the node drains
+   (`Follower.drain`). Nothing is sent after any of the last three; the reader
+   resumes from `last_sequence` (with a fresh credential, or at another node) and
+   loses nothing (ADR 0023, ADR 0029, ADR 0060).
 
 The transport only turns frames into bytes; everything that decides what a
 reader sees lives here, and is tested with the in-memory bus. A follow is opened by
@@ -62,7 +63,7 @@ class KeepaliveFrame:
     pass
 
 
-EndReason = Literal["closed", "token_expired", "shutdown"]
+EndReason = Literal["closed", "token_expired", "token_revoked", "shutdown"]
 
 
 @dataclass(frozen=True)
@@ -111,9 +112,10 @@ class OpenFollow:
         """Loop time of the next keepalive tick: a re-read at least once per interval."""
         self._expires_in = expires_in
         self._ends_at = float("inf")
-        """Loop time at which the follow ends early: its credential expires, or the node
-        drains (then it is in the past)."""
+        """Loop time at which the follow ends early: its credential expires, or it is
+        ended (`end`: then it is in the past)."""
         self._end_reason: EndReason = "token_expired"
+        self._ended = False
         self._on_close = on_close
 
     @property
@@ -127,9 +129,13 @@ class OpenFollow:
         self._wakes = None
         await self._stack.aclose()
 
-    def drain(self) -> None:
-        """End with `EndFrame("shutdown")` at the next frame, without waiting for a wake."""
-        self._end_reason = "shutdown"
+    def end(self, reason: EndReason) -> None:
+        """End with `EndFrame(reason)` at the next frame, without waiting for a wake; the
+        first reason given stays."""
+        if self._ended:
+            return
+        self._ended = True
+        self._end_reason = reason
         self._ends_at = float("-inf")
         if self._wakes is not None:
             self._wakes.interrupt()
@@ -139,7 +145,7 @@ class OpenFollow:
         early; a backfill that finds the cursor pruned ends it with a resync."""
         loop = asyncio.get_running_loop()
         self._tick_at = loop.time() + self._node.keepalive_seconds
-        if self._expires_in is not None and self._end_reason != "shutdown":
+        if self._expires_in is not None and not self._ended:
             self._ends_at = loop.time() + self._expires_in
         while not self._past_end():
             if self._page is not None:  # a wake served live leaves no page to backfill

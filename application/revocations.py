@@ -8,7 +8,11 @@ Rules (ADR 0024):
   its ring, and within `refresh_seconds` plus one read when the ring is lost;
 - a failed read keeps the last copy and is retried at the next interval or ring;
 - the copy holds only unexpired revocations (the port returns no others), so it stays
-  as small as the tokens revoked during one maximum token lifetime.
+  as small as the tokens revoked during one maximum token lifetime;
+- a principal is refused when its own token id or its parent's (the API token a subscribe
+  token was minted from) is revoked;
+- every read that changes the copy calls each `on_change` callback, on the loop, so open
+  subscriptions end within the same bound as new requests are refused (ADR 0060).
 """
 
 from __future__ import annotations
@@ -16,11 +20,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from application.background import running_in_background
 from application.ports import Clock, RevokedTokens
+from domain.principal import Principal
 
 log = logging.getLogger("runnel.revocations")
 
@@ -30,6 +35,7 @@ class RevocationList:
         self._revoked: frozenset[tuple[str | None, str]] = frozenset()
         self._rung = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._changed: list[Callable[[], None]] = []
         self.reads = 0
         """Reads of the port so far (tests, diagnostics)."""
 
@@ -40,11 +46,25 @@ class RevocationList:
         return token_id is not None and bool(revoked) and (
             (tenant, token_id) in revoked or (None, token_id) in revoked)
 
+    def refuses_principal(self, principal: Principal) -> bool:
+        """Whether the principal's token, or the token it was minted from, is revoked."""
+        return (self.refuses(principal.tenant, principal.token_id)
+                or self.refuses(principal.tenant, principal.parent_token_id))
+
+    def on_change(self, changed: Callable[[], None]) -> None:
+        """Call `changed` after every read that changes the copy."""
+        self._changed.append(changed)
+
     async def read(self, revoked: RevokedTokens, clock: Clock) -> None:
         """Replace the copy with what the port holds now."""
         self.reads += 1
         active = await revoked.active(clock.now())
-        self._revoked = frozenset((item.tenant, item.token_id) for item in active)
+        fresh = frozenset((item.tenant, item.token_id) for item in active)
+        if fresh == self._revoked:
+            return
+        self._revoked = fresh
+        for changed in self._changed:
+            changed()
 
     @asynccontextmanager
     async def kept_fresh(self, revoked: RevokedTokens, clock: Clock,

@@ -26,6 +26,9 @@ class Principal:
     token_id: str | None = None
     expires_at: float | None = None
     """The token's `exp` (seconds since the epoch): a subscription ends there (ADR 0023)."""
+    parent_token_id: str | None = None
+    """For a subscribe token, the `jti` of the API token it was minted from: revoking
+    either refuses it (ADR 0060)."""
 
     def require_scope(self, scope: Scope) -> None:
         if scope.value not in self.scopes and Scope.ADMIN.value not in self.scopes:

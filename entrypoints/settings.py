@@ -32,6 +32,7 @@ from application.maintenance import UpkeepSettings
 from application.node import NodeSettings
 from domain.credit_ceilings import INT64_MAX, CreditCeilings
 from domain.definition import MAX_OPEN_OBJECTS_CEILING, MAX_UNREAD_ITEMS_CEILING
+from entrypoints.cors import parse_origins
 from entrypoints.trusted_proxies import parse_networks
 
 JWT_SECRET_FILE = "jwt-secret"
@@ -158,6 +159,12 @@ class Settings(BaseSettings):
     JSON list (`10.0.0.5,10.1.0.0/16`). A connection from one is held to `max_connections` only,
     not to `max_connections_per_address`, and its `X-Forwarded-For` names the client. Empty:
     nobody is trusted and forwarded headers are ignored (ADR 0033)."""
+    cors_origins: Annotated[tuple[str, ...], NoDecode] = ()
+    """Origins whose browser pages may call this node (the native API and the Durable
+    Streams facade), comma-separated or a JSON list: `https://app.example.com`, each
+    `scheme://host[:port]`, no path, no `*`. Empty: no cross-origin access (ADR 0062)."""
+    cors_max_age_seconds: int = Field(600, ge=0, le=86400)
+    """How long a browser may keep a preflight answer (browsers cap it: Chromium at 7200)."""
     max_sse_connections: int = Field(2000, gt=0)
     """Open event streams (subscriptions) on this node, outside `max_connections`."""
     header_timeout_seconds: float = Field(10.0, gt=0)
@@ -190,6 +197,10 @@ class Settings(BaseSettings):
     serve` has its own /metrics)."""
     worker_metrics_host: str = "127.0.0.1"
     """The address of `runnel worker`'s metrics port (`0.0.0.0` for a scraper elsewhere)."""
+    metrics_token: SecretStr | None = None
+    """The bearer token `/metrics` on the API port takes, at least 32 bytes; unset: that
+    route answers nobody (ADR 0061). `runnel worker`'s metrics port, an operator address of
+    its own, takes no token."""
     metrics_store_figures: bool = True
     """Read the whole store's outbox backlogs and consumer lag at each scrape (one query,
     about 1 ms per 1,000 consumers). Every node reports the same figures: on a large
@@ -276,6 +287,14 @@ class Settings(BaseSettings):
             raise ValueError(problem)
         return value
 
+    @field_validator("metrics_token")
+    @classmethod
+    def _metrics_token_long_enough(cls, value: SecretStr | None) -> SecretStr | None:
+        problem = None if value is None else secret_problem(value.get_secret_value())
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
     @field_validator("trusted_proxies")
     @classmethod
     def _proxies_are_networks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -290,6 +309,19 @@ class Settings(BaseSettings):
                 return json.loads(text)
             return tuple(item for item in text.split(",") if item.strip())
         return value
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _origins_from_text(cls, value: object) -> object:
+        if isinstance(value, str):
+            text = value.strip()
+            return json.loads(text) if text.startswith("[") else tuple(text.split(","))
+        return value
+
+    @field_validator("cors_origins")
+    @classmethod
+    def _origins_are_origins(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return parse_origins(value)
 
     @field_validator("wait_service", mode="before")
     @classmethod

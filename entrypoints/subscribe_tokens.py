@@ -8,6 +8,9 @@ Rules:
 - minted by a node for a caller that may read the stream (the route checks that
   first), bound to the tenant, run and stream, and to the caller's `sub`. It
   grants `streams:read` on that stream and nothing else;
+- it records the `jti` of the API token it was minted from (`pjt`, absent when that
+  token has none and so cannot be revoked): revoking either refuses it, and ends the
+  streams it opened (ADR 0060). Only an API token mints one, so there is no chain;
 - it lives `DEFAULT_TTL_SECONDS` unless asked otherwise, at most
   `MAX_TTL_SECONDS` (its `exp` is a whole second, so up to one second less), and
   never past the caller's own token;
@@ -75,6 +78,8 @@ class SubscribeTokens:
             "aud": AUDIENCE, "iat": int(issued), "exp": expires,
             "jti": secrets.token_hex(8),
         }
+        if caller.token_id is not None:
+            claims["pjt"] = caller.token_id
         token = jwt.encode(claims, self._key, algorithm=ALGORITHM,
                            headers={"typ": TOKEN_TYPE})
         return SubscribeGrant(token, float(expires))
@@ -93,11 +98,15 @@ class SubscribeTokens:
             raise Unauthenticated("not a valid subscribe token") from None
         if not all(isinstance(claims[name], str) for name in ("sub", "ten", "run", "stm")):
             raise Unauthenticated("not a valid subscribe token")
+        parent = claims.get("pjt")
+        if parent is not None and not isinstance(parent, str):
+            raise Unauthenticated("not a valid subscribe token")
         if (claims["run"], claims["stm"]) != (run_id, stream_id):
             raise NotFound("stream not found")
         return Principal(sub=claims["sub"], tenant=claims["ten"],
                          scopes=frozenset({Scope.READ.value}), runs=frozenset({run_id}),
-                         token_id=claims.get("jti"), expires_at=float(claims["exp"]))
+                         token_id=claims.get("jti"), expires_at=float(claims["exp"]),
+                         parent_token_id=parent)
 
 
 def is_subscribe_token(token: str) -> bool:

@@ -22,3 +22,7 @@ class Samples:
 
     def get(self, name: str, labels: Mapping[str, str] | None = None) -> float | None:
         return self.values.get((name, frozenset((labels or {}).items())))
+
+    def labels(self, name: str) -> list[dict[str, str]]:
+        """The label sets of every sample called `name`."""
+        return [dict(labels) for sample, labels in self.values if sample == name]

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.metadata import version
+from typing import Any
 
-from litestar import Litestar
+from litestar import Litestar, Request
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
@@ -22,6 +23,7 @@ from litestar.types import ASGIApp
 from application.service import RunnelService
 from entrypoints.backend import NodeUnready
 from entrypoints.container import NodeHost
+from entrypoints.cors import CrossOrigin
 from entrypoints.http.api_docs import api_docs_plugins, api_docs_router
 from entrypoints.http.auth import Authenticator, SubscribeAuthenticator
 from entrypoints.http.callers import Callers
@@ -35,6 +37,7 @@ from entrypoints.http.problems import problem_response
 from entrypoints.http.request_ids import RequestIds
 from entrypoints.http.routes import api_router, operation_handlers
 from entrypoints.http.sse_transport import EventStreamTransport
+from entrypoints.metrics_access import MetricsAccess
 from entrypoints.scrape import scrape
 from entrypoints.settings import Settings
 from entrypoints.subscribe_tokens import SubscribeTokens
@@ -48,7 +51,8 @@ against a JWKS; claims `sub`, `tenant`, `scopes`, optional `runs`, `exp`, `iat`,
 (`EventSource`), the subscribe route takes `?access_token=` with a short-lived
 subscribe token of that stream (`POST …/subscribe-token`), and no other token. A
 subscription ends with `event: end` `{"reason": "token_expired"}` when its token
-expires. Errors are `application/problem+json` with a stable `code`."""
+expires, and `{"reason": "token_revoked"}` when it is revoked. Errors are
+`application/problem+json` with a stable `code`."""
 
 
 def create_app(settings: Settings, host: NodeHost | None = None,
@@ -58,6 +62,8 @@ def create_app(settings: Settings, host: NodeHost | None = None,
     metrics = host.metrics
     auth = Authenticator.from_settings(settings)
     subscribe_tokens = SubscribeTokens(settings.resolved_jwt_secret())
+    access = MetricsAccess(None if settings.metrics_token is None
+                           else settings.metrics_token.get_secret_value())
 
     def provide_service() -> RunnelService:
         return host.node.service
@@ -72,7 +78,8 @@ def create_app(settings: Settings, host: NodeHost | None = None,
 
         return unless_draining
 
-    def provide_scrape() -> Scrape:
+    def provide_scrape(request: Request[Any, Any, Any]) -> Scrape:
+        access.check(request.headers.get("authorization"))
         return lambda: scrape(metrics, host.node.service, host.node.backend)
 
     @asynccontextmanager
@@ -81,6 +88,7 @@ def create_app(settings: Settings, host: NodeHost | None = None,
         async with host.running() as node, auth.kept_current(
                 node.backend.revoked, node.clock, settings.revocation_refresh_seconds):
             draining.attach(lambda: host.node.service.follower)
+            node.service.follower.watch_revocations(auth.revoked)
             yield
 
     return Litestar(
@@ -113,8 +121,8 @@ def create_asgi_app(settings: Settings, connections: ConnectionBudget | None = N
                     draining: Draining | None = None,
                     host: NodeHost | None = None) -> ASGIApp:
     """What the server runs: the app inside one layer for request ids (every response,
-    every log line), the header limit, route timing and client disconnects
-    (`request_ids.py`, `pipeline.py`); when tracing is on, a server span; and outermost
+    every log line), the header limit, route timing, client disconnects and CORS
+    (`request_ids.py`, `pipeline.py`, `cors.py`); when tracing is on, a server span; and outermost
     the event-stream transport (coalesced writes, stall bound), which so gets the
     server's own `send` and can abort a stalled reader's connection at once;
     `connections`, the server's connection budget, is reported in /metrics; `draining`
@@ -124,6 +132,7 @@ def create_asgi_app(settings: Settings, connections: ConnectionBudget | None = N
     if connections is not None:
         metrics.registry.register(ConnectionMetrics(connections))
     app = RequestIds(create_app(settings, host, draining),
-                     RequestRules(settings.max_header_bytes, metrics))
+                     RequestRules(settings.max_header_bytes, metrics),
+                     CrossOrigin(settings.cors_origins, settings.cors_max_age_seconds))
     return EventStreamTransport(traced(app), settings.sse_stall_seconds,
                                 on_stall=metrics.stalled.inc)

@@ -9,7 +9,8 @@ and pinned readers/writers are the use cases' business, not this module's.
 
 A token is checked by the `TokenVerifier` the settings describe (algorithms, keys,
 lifetime, issuer, audience: ADR 0024), then against this node's copy of the
-revoked-token list; neither waits on the network or the database per request.
+revoked-token list: a subscribe token is refused when its own `jti` or its parent's is
+revoked (ADR 0060); neither check waits on the network or the database per request.
 """
 
 from __future__ import annotations
@@ -92,8 +93,11 @@ class Authenticator:
             raise Unauthenticated("a bearer token is required")
         if len(token) > MAX_TOKEN_LENGTH:
             raise Unauthenticated("token is too long")
-        principal = self._verified.verify(token)
-        if self.revoked.refuses(principal.tenant, principal.token_id):
+        return self.admitted(self._verified.verify(token))
+
+    def admitted(self, principal: Principal) -> Principal:
+        """A verified principal, unless its token or its parent token is revoked."""
+        if self.revoked.refuses_principal(principal):
             raise Unauthenticated("token has been revoked")
         note_tenant(principal.tenant)
         return principal
@@ -129,9 +133,8 @@ class SubscribeAuthenticator:
         if header is not None and not is_subscribe_token(token):
             return self._api.from_header(request)
         params = request.path_params
-        principal = self._grants.verify(token, str(params["run_id"]), str(params["stream_id"]))
-        note_tenant(principal.tenant)
-        return principal
+        return self._api.admitted(
+            self._grants.verify(token, str(params["run_id"]), str(params["stream_id"])))
 
 
 def _bearer(header: str | None) -> str | None:

@@ -12,7 +12,8 @@ a second exception-handling layer that Litestar puts around each route):
   the request. Body sizes are bounded per route by Litestar's `request_max_body_size`
   (413 `too_large`), before the body is read.
 - **Route timing.** Per-route latency: the time from the request to its response
-  headers, by route template (`unmatched` for an unknown path). For a subscription that
+  headers, by route template (`unmatched` for an unknown path) and method (`other` for
+  one a client invented: labels never take a value a client chose). For a subscription that
   is the time to open the stream, which is what a reader waits for; how long it then
   stays open is not latency.
 - **Client disconnects.** Only a request that announces a body (`Content-Length` above
@@ -34,6 +35,9 @@ from litestar.types import Receive, ReceiveMessage
 from entrypoints.http.problems import ClientDisconnected, HeadersTooLarge
 from entrypoints.metrics import Metrics
 
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"})
+"""The `method` label's values besides `other`."""
+
 
 class RequestRules:
     def __init__(self, max_header_bytes: int, metrics: Metrics) -> None:
@@ -47,8 +51,9 @@ class RequestRules:
         return None
 
     def observe(self, method: str, route: str | None, status: int, seconds: float) -> None:
-        self._latency.labels(method=method, route=route or "unmatched",
-                             status=str(status)).observe(seconds)
+        """A method outside `METHODS` counts as `other`: a client invents no label value."""
+        self._latency.labels(method=method if method in METHODS else "other",
+                             route=route or "unmatched", status=str(status)).observe(seconds)
 
     def watched(self, headers: Iterable[tuple[bytes, bytes]], receive: Receive) -> Receive:
         """`receive`, raising `ClientDisconnected` for a disconnect before the last body

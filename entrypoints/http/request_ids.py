@@ -14,7 +14,9 @@ Rules:
   the server's own `send`), so it sees every request. The transport's own refusals
   (`connections.py`: 503, 431, 408) come before any request exists and carry none;
 - given `RequestRules`, it also applies the header limit, route timing and the
-  client-disconnect watch (`pipeline.py`): one layer, one `send` wrapper (ADR 0049).
+  client-disconnect watch (`pipeline.py`): one layer, one `send` wrapper (ADR 0049);
+- given a `CrossOrigin` policy, it answers preflights itself and adds the CORS headers
+  to every other response, for the native API and the facade alike (`cors.py`).
 """
 
 from __future__ import annotations
@@ -24,9 +26,18 @@ import time
 import uuid
 
 from litestar.enums import ScopeType
-from litestar.types import ASGIApp, Message, Receive, Scope, Send
+from litestar.types import (
+    ASGIApp,
+    HTTPResponseBodyEvent,
+    HTTPResponseStartEvent,
+    Message,
+    Receive,
+    Scope,
+    Send,
+)
 
 from entrypoints import tracing
+from entrypoints.cors import CrossOrigin
 from entrypoints.http.pipeline import RequestRules
 from entrypoints.http.problems import send_problem
 from entrypoints.http.referrer import HEADER as REFERRER
@@ -60,9 +71,11 @@ class RequestIds:
     """The outermost layer of the application; with `rules`, also the header limit, route
     timing and client-disconnect watch (`pipeline.py`), in the same call."""
 
-    def __init__(self, app: ASGIApp, rules: RequestRules | None = None) -> None:
+    def __init__(self, app: ASGIApp, rules: RequestRules | None = None,
+                 cors: CrossOrigin | None = None) -> None:
         self.app = app
         self.rules = rules
+        self.cors = cors
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != ScopeType.HTTP:
@@ -71,7 +84,7 @@ class RequestIds:
         context = RequestContext(accepted_request_id(_header(scope, HEADER)), scope)
         echoed = (HEADER, context.request_id.encode())
         method = str(scope.get("method", ""))
-        rules = self.rules
+        rules, cors = self.rules, self.cors
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -82,6 +95,8 @@ class RequestIds:
                 tracing.name_server_span(method, context.route)
                 headers = [(k, v) for k, v in message.get("headers", ())
                            if k.lower() not in OWN_HEADERS]
+                if cors is not None:
+                    headers = cors.headers(scope["headers"], headers)
                 message = {**message, "headers": [*headers, echoed, REFERRER]}
             await send(message)
 
@@ -91,6 +106,14 @@ class RequestIds:
                 await self.app(scope, receive, send_with_id)
             elif (refusal := rules.refusal(scope["headers"])) is not None:
                 await send_problem(send_with_id, refusal)
+            elif cors is not None and (
+                    answer := cors.preflight(method, scope["headers"])) is not None:
+                start: HTTPResponseStartEvent = {"type": "http.response.start", "status": 204,
+                                                 "headers": answer}
+                await send_with_id(start)
+                end: HTTPResponseBodyEvent = {"type": "http.response.body", "body": b"",
+                                              "more_body": False}
+                await send_with_id(end)
             else:
                 await self.app(scope, rules.watched(scope["headers"], receive), send_with_id)
         finally:

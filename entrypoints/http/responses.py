@@ -73,8 +73,8 @@ EVENT_STREAM = (
     "sequence; `data:` one record object, as in a page of `GET …/records`); `live` (`data:` "
     "`{seq, data, source, attempt, index}`, with `?live=true` only); `resync` (`data:` the "
     "410 `cursor_pruned` problem); `end` (`data:` `{reason, last_sequence}`, reason "
-    "`closed`, `token_expired` or `shutdown`). After `resync` or `end` the stream ends; "
-    "resume with `Last-Event-ID: last_sequence`.")
+    "`closed`, `token_expired`, `token_revoked` or `shutdown`). After `resync` or `end` the "
+    "stream ends; resume with `Last-Event-ID: last_sequence`.")
 """The subscribe route's 200 (frames: `entrypoints.http.sse`)."""
 
 

@@ -183,6 +183,7 @@ def operation_handlers() -> list[Any]:
             include_in_schema=False)(viewer.console_file),
         get("/runnel.js", summary="The browser follower (ES module)", tags=["operations"],
             media_type="text/javascript", include_in_schema=False)(viewer.runnel_js),
-        get("/metrics", summary="Prometheus metrics", tags=["operations"],
-            media_type="text/plain")(operations.metrics_text),
+        get("/metrics", summary="Prometheus metrics (bearer: RUNNEL_METRICS_TOKEN)",
+            tags=["operations"], media_type="text/plain",
+            responses={401: problems(401)[401]})(operations.metrics_text),
     ]

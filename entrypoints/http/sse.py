@@ -6,7 +6,8 @@
 - `event: resync` with the 410 problem body, then the stream ends;
 - `event: end` with `{"reason": "closed", "last_sequence": N}` after close, or
   `{"reason": "token_expired", "last_sequence": N}` when the credential that opened
-  the subscription expires (resume with a fresh one from N), or `{"reason":
+  the subscription expires (resume with a fresh one from N), `{"reason":
+  "token_revoked", …}` when it (or its parent token) is revoked, or `{"reason":
   "shutdown", …}` with a jittered `retry:` when the node stops (resume anywhere
   from N), then the stream ends;
 - when the database fails under an open stream (`StoreUnavailable`, a 503 had it come

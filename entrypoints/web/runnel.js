@@ -21,7 +21,8 @@
 // proxy such as `runnel_client.starlette` adds the credential). When the token expires
 // the server ends the stream (`end` with reason `token_expired`): the follower takes a
 // fresh one and resumes after its cursor. `end` with reason `shutdown` (a node
-// stopping) reconnects after `retryMs`; reason `closed` ends the follow (`onEnd`).
+// stopping) reconnects after `retryMs`; reason `token_revoked` ends it with `onError`
+// (status 401); reason `closed` ends the follow (`onEnd`).
 //
 // Two layers (ADR 0019), with `live: true`. `onLive(chunk, { source, attempt, supersedes,
 // frame })` gets the best-effort chunks that pass the reader's rules: none of a step
@@ -145,6 +146,11 @@ export function follow(options) {
       connect(); // a fresh token, after the cursor
     } else if (end.reason === "shutdown") {
       retry(); // the node is stopping: come back, at whichever node answers
+    } else if (end.reason === "token_revoked") {
+      state.closed = true; // a fresh token from the same source is refused too
+      setState("refused: token revoked");
+      on("onError", Object.assign(new Error("the subscription's token was revoked"),
+                                  { status: 401, lastSequence: end.last_sequence }), state);
     } else {
       state.closed = true;
       setState("closed");

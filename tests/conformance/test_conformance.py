@@ -22,6 +22,7 @@ that starts failing is a regression, never noise to tolerate."""
 LONG_POLL_SECONDS = 2
 SUITE_MINUTES = 8
 TENANT = "conformance"
+CROSS_ORIGIN = "https://example.com"
 
 
 def run_suite(base_url: str, report: Path) -> dict[str, int]:
@@ -47,7 +48,10 @@ def run_suite(base_url: str, report: Path) -> dict[str, int]:
 def test_durable_streams_conformance(pg_template: str, tmp_path: Path,  # noqa: F811
                                      capsys: pytest.CaptureFixture[str]) -> None:
     env = {"RUNNEL_DURABLE_STREAMS_ANONYMOUS_TENANT": TENANT,
-           "RUNNEL_DURABLE_STREAMS_LONG_POLL_SECONDS": str(LONG_POLL_SECONDS)}
+           "RUNNEL_DURABLE_STREAMS_LONG_POLL_SECONDS": str(LONG_POLL_SECONDS),
+           # The suite sends one cross-origin preflight, from this origin: a deployment
+           # that serves a page there lists it (ADR 0062; no origin is listed by default).
+           "RUNNEL_CORS_ORIGINS": CROSS_ORIGIN}
     with restartable_server(pg_template, tmp_path / "node", env) as server:
         counts = run_suite(server.url, tmp_path / "vitest.json")
     with capsys.disabled():  # shown by `make test` too, not only on failure

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.http.server import SECRET, bearer, running_server, token
+from tests.http.server import METRICS, SECRET, bearer, running_server, token
 from tests.integration.support import DEADLINE, REPO
 from tests.integration.worker_processes import eventually, start_worker
 from tests.metrics_text import Samples
@@ -108,7 +108,7 @@ async def test_every_metric_the_dashboard_queries_is_exposed_by_serve_and_worker
                                           json={"records": [{"payload": "x"}]})
                 assert appended.status_code == 201, appended.text
             async with httpx.AsyncClient(timeout=DEADLINE) as client:
-                served = Samples((await client.get(server.url + "/metrics")).text)
+                served = Samples((await client.get(server.url + "/metrics", headers=METRICS)).text)
 
                 async def worker_swept() -> bool:
                     text = (await client.get(f"http://127.0.0.1:{port}/metrics")).text

@@ -30,7 +30,7 @@ from runnel_client import AsyncRunnelClient, FollowState, Record, RunnelError
 
 from tests.e2e.nginx import NGINX, running_nginx
 from tests.e2e.support import two_nodes
-from tests.http.server import API, RunnelServer, bearer, token
+from tests.http.server import API, METRICS, RunnelServer, bearer, token
 
 pytestmark = pytest.mark.postgres
 
@@ -79,10 +79,17 @@ async def _until(condition: object, seconds: float) -> None:
 
 
 def _open_streams(node: RunnelServer) -> float:
-    metrics = httpx.get(node.url + "/metrics", timeout=5).text
+    metrics = httpx.get(node.url + "/metrics", headers=METRICS, timeout=5).text
     match = re.search(r'^runnel_http_connections\{pool="stream"\} (\S+)$', metrics, re.MULTILINE)
     assert match is not None, metrics
     return float(match.group(1))
+
+
+def test_metrics_are_not_served_through_nginx_even_with_the_metrics_token(
+        cluster: Cluster) -> None:
+    nodes, proxy = cluster
+    assert httpx.get(nodes[0].url + "/metrics", headers=METRICS, timeout=5).status_code == 200
+    assert httpx.get(proxy + "/metrics", headers=METRICS, timeout=5).status_code == 404
 
 
 async def test_a_record_reaches_a_follower_through_nginx_while_the_stream_is_open(

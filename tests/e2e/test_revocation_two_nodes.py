@@ -1,6 +1,8 @@
 """`runnel revoke` reaches every node sharing the database (ADR 0024): a revoked token is
 401 on every route of both nodes, through the NOTIFY alone (the refresh interval is set far
-beyond the test's deadline), while the same principal's other tokens keep working."""
+beyond the test's deadline), while the same principal's other tokens keep working; a
+subscription open on a node when another process revokes its parent token ends with
+`token_revoked` (ADR 0060)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,14 @@ import pytest
 
 from tests.e2e.support import two_nodes
 from tests.http.server import SECRET, RunnelServer, bearer, token
-from tests.http.support import assert_problem, create_stream
+from tests.http.support import (
+    append,
+    assert_problem,
+    create_stream,
+    has_event,
+    read_events,
+    records_of,
+)
 from tests.http.test_auth import API_ROUTES
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -85,6 +94,27 @@ async def test_a_jti_revoked_in_another_tenant_only_is_still_accepted(
         await refused_within_deadline(node, bearer(everywhere), run_id)
         async with httpx.AsyncClient(base_url=node.api, headers=bearer(mine)) as client:
             assert (await client.get(f"/runs/{run_id}/streams")).status_code == 404
+
+
+async def test_a_stream_open_on_one_node_ends_when_another_process_revokes_its_parent(
+        pair: tuple[RunnelServer, RunnelServer], database: str, run_id: str) -> None:
+    parent = token()
+    async with httpx.AsyncClient(base_url=pair[0].api, headers=bearer(parent)) as client:
+        await create_stream(client, run_id)
+        await append(client, run_id, "s", ["a"])
+        minted = await client.post(f"/runs/{run_id}/streams/s/subscribe-token")
+    url = f"{pair[1].api}/runs/{run_id}/streams/s/subscribe"
+
+    async def revoke_parent() -> None:
+        done = await asyncio.to_thread(
+            revoke, database, jwt.decode(parent, options={"verify_signature": False})["jti"])
+        assert done.returncode == 0, done.stderr
+
+    async with httpx.AsyncClient(timeout=DEADLINE_SECONDS + 120) as client:
+        events = await read_events(client, url, params={"access_token": minted.json()["token"]},
+                                   until=has_event("end"), on_open=revoke_parent)
+    assert records_of(events) == [1]
+    assert events[-1].json() == {"reason": "token_revoked", "last_sequence": 1}
 
 
 def test_revoke_refuses_what_it_cannot_do(database: str) -> None:

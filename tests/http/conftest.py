@@ -31,10 +31,11 @@ class ServerPool:
     def __init__(self, template: str, data_root: Path) -> None:
         self._template = template
         self._data_root = data_root
-        self._started: dict[tuple[tuple[str, str], ...], tuple[RunnelServer, str]] = {}
+        self._started: dict[tuple[tuple[str, str | None], ...], tuple[RunnelServer, str]] = {}
 
-    def get(self, env: Mapping[str, str]) -> tuple[RunnelServer, str]:
-        key = tuple(sorted(env.items()))
+    def get(self, env: Mapping[str, str | None]) -> tuple[RunnelServer, str]:
+        """`env` adds variables to the defaults; None removes one."""
+        key = tuple(sorted(env.items(), key=lambda item: item[0]))
         if key not in self._started:
             dsn = run_sync(lambda: create_database(template=self._template,
                                                    prefix="runnel_http"))

@@ -27,6 +27,9 @@ import httpx
 from entrypoints.tokens import mint_token
 
 SECRET = "http-tests-secret-0123456789abcdef0123456789"
+METRICS_TOKEN = "http-tests-metrics-token-0123456789abcdef"
+"""What every test server's /metrics asks for (ADR 0061)."""
+METRICS = {"Authorization": f"Bearer {METRICS_TOKEN}"}
 STARTUP_LINES = 200
 API = "/api/workflow-streams"
 BANNER_START = "Runnel listening on "
@@ -50,7 +53,7 @@ class RunnelServer:
         log = data_dir / "server.log"
         # One process unless a test asks for more: tests kill, signal and count the process.
         merged = {**os.environ, "RUNNEL_JWT_SECRET": SECRET, "RUNNEL_DATA_DIR": str(data_dir),
-                  "RUNNEL_PROCESSES": "1", **env}
+                  "RUNNEL_PROCESSES": "1", "RUNNEL_METRICS_TOKEN": METRICS_TOKEN, **env}
         environment = {key: value for key, value in merged.items() if value is not None}
         args = [sys.executable, "-m", "entrypoints.cli", "serve", "--port", "0", *extra_args]
         if not workers:

@@ -9,6 +9,8 @@ from typing import Any
 import httpx
 from httpx_sse import ServerSentEvent, aconnect_sse
 
+from tests.http.server import METRICS
+
 GUARD_SECONDS = 30.0
 """Only a guard against a hanging test (it then fails); no test asserts on time."""
 
@@ -84,7 +86,7 @@ def has_event(name: str) -> Callable[[list[ServerSentEvent]], bool]:
 async def metric(server_url: str, name: str) -> float:
     """The value of an unlabelled sample on the server's /metrics."""
     async with httpx.AsyncClient() as client:
-        text = (await client.get(server_url + "/metrics")).text
+        text = (await client.get(server_url + "/metrics", headers=METRICS)).text
     for line in text.splitlines():
         if line.startswith(name + " "):
             return float(line.split()[1])

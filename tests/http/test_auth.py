@@ -47,10 +47,11 @@ async def test_every_api_route_refuses_missing_or_bad_tokens_with_401(
     assert response.headers["www-authenticate"].startswith("Bearer")
 
 
-async def test_operations_endpoints_need_no_token(server: RunnelServer) -> None:
+async def test_operations_endpoints_need_no_token_but_metrics(server: RunnelServer) -> None:
     async with httpx.AsyncClient(base_url=server.url) as client:
-        for path in ("/healthz", "/readyz", "/metrics", "/schema/openapi.json"):
+        for path in ("/healthz", "/readyz", "/schema/openapi.json"):
             assert (await client.get(path)).status_code == 200, path
+        assert (await client.get("/metrics")).status_code == 401  # the operator's (ADR 0061)
 
 
 async def test_a_token_without_the_scope_is_403(api: httpx.AsyncClient, run_id: str) -> None:

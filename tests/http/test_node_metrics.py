@@ -10,7 +10,7 @@ from pydantic import SecretStr
 
 from entrypoints.http import create_app
 from entrypoints.settings import Settings
-from tests.http.server import RunnelServer
+from tests.http.server import METRICS, METRICS_TOKEN, RunnelServer
 from tests.http.support import append, create_stream
 from tests.metrics_text import Samples
 
@@ -29,7 +29,7 @@ PROCESS_FAMILIES = ("process_cpu_seconds_total", "process_resident_memory_bytes"
 
 async def scrape(url: str) -> Samples:
     async with httpx.AsyncClient(timeout=30) as client:
-        return Samples((await client.get(url + "/metrics")).text)
+        return Samples((await client.get(url + "/metrics", headers=METRICS)).text)
 
 
 async def test_an_append_moves_the_committer_and_the_lag_of_its_consumer(
@@ -52,9 +52,9 @@ async def test_an_append_moves_the_committer_and_the_lag_of_its_consumer(
 
 async def test_the_memory_backend_exports_no_postgres_figures_but_the_process_ones() -> None:
     settings = Settings(storage="memory", jwt_secret=SecretStr("in-process-secret-0123456789abcd"),
-                        workers=False)
+                        workers=False, metrics_token=SecretStr(METRICS_TOKEN))
     async with AsyncTestClient(create_app(settings)) as client:
-        samples = Samples((await client.get("/metrics")).text)
+        samples = Samples((await client.get("/metrics", headers=METRICS)).text)
     assert not set(POSTGRES_FAMILIES) & samples.names
     assert set(PROCESS_FAMILIES) <= samples.names
     assert samples.get("runnel_input_pending") == 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from tests.http.server import RunnelServer
+from tests.http.server import METRICS, RunnelServer
 from tests.http.support import append, assert_problem, create_stream, metric
 
 STREAM_ROUTES = {
@@ -36,7 +36,7 @@ async def test_metrics_count_appends_records_bytes_and_route_latency(
     # Bytes as credit counts them: compact JSON, '"abc"' and '"de"'.
     assert await metric(server.url, "runnel_record_bytes_appended_total") == bytes_before + 9
     async with httpx.AsyncClient() as client:
-        response = await client.get(server.url + "/metrics")
+        response = await client.get(server.url + "/metrics", headers=METRICS)
     assert response.headers["content-type"].startswith("text/plain")
     text = response.text
     for name in ("runnel_appends_total", "runnel_sse_readers", "runnel_reader_wakes_total",

@@ -13,7 +13,7 @@ from pathlib import Path
 import asyncpg
 import httpx
 
-from tests.http.server import RunnelServer, bearer, token
+from tests.http.server import METRICS, RunnelServer, bearer, token
 from tests.http.support import GUARD_SECONDS, append, assert_problem, create_stream
 from tests.integration.webhook_receiver import Receiver, receiver  # noqa: F401  (fixture)
 from tests.pg import pg_dsn, pg_template  # noqa: F401  (fixtures)
@@ -59,7 +59,7 @@ async def test_workers_prune_and_dead_letter_inside_the_api_process(
             assert [record["payload"] for record in page["records"]] == [3]
             await eventually(dead_lettered)
             assert len(receiver.requests) == 1
-            metrics = (await api.get(server.url + "/metrics")).text
+            metrics = (await api.get(server.url + "/metrics", headers=METRICS)).text
             assert "runnel_input_dead_letters_total 1.0" in metrics
     finally:
         await asyncio.to_thread(server.stop)
@@ -91,7 +91,7 @@ async def test_input_records_stay_pending_without_a_wait_service_until_one_is_co
             await eventually(swept)
             status = (await api.get("/runs/run-p/streams/in")).json()["status"]
             assert (status["pending_inputs"], status["dead_letters"]) == (2, 0)
-            metrics = (await api.get(idle.url + "/metrics")).text
+            metrics = (await api.get(idle.url + "/metrics", headers=METRICS)).text
             assert "runnel_input_pending 2.0" in metrics
             assert 'runnel_input_wait_service{service="none"} 1.0' in metrics
             assert "runnel_input_events_delivered_total 0.0" in metrics
@@ -115,7 +115,7 @@ async def test_input_records_stay_pending_without_a_wait_service_until_one_is_co
             await eventually(delivered)
             assert [body["record"]["payload"] for _, body in receiver.requests] == [
                 "approve", "reject"]
-            metrics = (await api.get(hooked.url + "/metrics")).text
+            metrics = (await api.get(hooked.url + "/metrics", headers=METRICS)).text
             assert "runnel_input_events_delivered_total 2.0" in metrics
             assert "runnel_input_pending 0.0" in metrics
         assert [row[3] for row in await fetch_deliveries(pg_dsn)] == [True, True]
@@ -143,10 +143,10 @@ async def test_notify_counts_input_events_as_published_not_delivered(
 
             async def counted() -> bool:
                 return "runnel_input_events_published_total 1.0" in (
-                    await api.get(server.url + "/metrics")).text
+                    await api.get(server.url + "/metrics", headers=METRICS)).text
 
             await eventually(counted)
-            metrics = (await api.get(server.url + "/metrics")).text
+            metrics = (await api.get(server.url + "/metrics", headers=METRICS)).text
             assert "runnel_input_events_delivered_total 0.0" in metrics
             assert 'runnel_input_wait_service{service="notify"} 1.0' in metrics
     finally:

@@ -9,6 +9,7 @@ import math
 import httpx
 import pytest
 
+from tests.http.server import METRICS
 from tests.integration.blackhole_proxy import ProxyThread
 from tests.integration.test_hung_database_http import hung  # noqa: F401  (fixture)
 from tests.metrics_text import Samples
@@ -26,11 +27,11 @@ STORE_FIGURES = (("runnel_outbox_depth", {"outbox": "input_deliveries"}),
 def test_a_scrape_of_a_node_whose_database_hangs_answers_nan_for_the_store_figures(
         hung: tuple[httpx.Client, ProxyThread, str]) -> None:  # noqa: F811
     api, proxy, server_url = hung
-    before = Samples(api.get(server_url + "/metrics").text)
+    before = Samples(api.get(server_url + "/metrics", headers=METRICS).text)
     for name, labels in STORE_FIGURES:
         assert before.get(name, labels) == 0, name
     proxy.hang()
-    response = api.get(server_url + "/metrics")
+    response = api.get(server_url + "/metrics", headers=METRICS)
     assert response.status_code == 200
     during = Samples(response.text)
     for name, labels in STORE_FIGURES:

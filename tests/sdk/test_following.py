@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import SecretStr
 from runnel_client import AsyncRunnelClient, FollowState, Record, ResyncRequired, RunnelError
-from runnel_client.following import StreamEnded, Unavailable, backoff
+from runnel_client.errors import Unauthenticated
+from runnel_client.following import Refused, StreamEnded, Unavailable, backoff
 
 from domain.identifiers import StreamKey
 from entrypoints.container import open_node
@@ -118,6 +119,17 @@ def test_a_shutdown_end_frame_means_reconnect_not_the_end() -> None:
         state.accept("end", '{"reason": "shutdown", "last_sequence": 3}')
     with pytest.raises(StreamEnded):
         state.accept("end", '{"reason": "closed", "last_sequence": 3}')
+
+
+def test_a_token_revoked_end_frame_is_a_refusal_at_the_cursor_not_the_end() -> None:
+    """A stream cut by a revocation (ADR 0060) is not closed: the caller learns why."""
+    state = FollowState(cursor=3)
+    with pytest.raises(Refused) as refused:
+        state.accept("end", '{"reason": "token_revoked", "last_sequence": 3}')
+    error = refused.value.error
+    assert isinstance(error, Unauthenticated)
+    assert (error.status, error.problem["reason"], error.problem["last_sequence"]) == (
+        401, "token_revoked", 3)
 
 
 @given(st.integers(min_value=0, max_value=50))

@@ -1,10 +1,13 @@
 """The Durable Streams protocol as a second face over the same streams (ADR 0041):
-`/v1/stream/{path}` beside the native API, answering as the protocol says."""
+`/v1/stream/{path}` beside the native API, answering as the protocol says. Cross-origin
+access is the native API's, decided in one place (`entrypoints/cors.py`, ADR 0062): a
+preflight never reaches `dispatch`."""
 
 from __future__ import annotations
 
 import ipaddress
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -23,17 +26,6 @@ from entrypoints.settings import ConfigurationError, Settings
 log = logging.getLogger("runnel.durable_streams")
 
 COMMON_HEADERS = {
-    "access-control-allow-origin": "*",
-    "access-control-allow-methods": "GET, POST, PUT, DELETE, HEAD, OPTIONS",
-    "access-control-allow-headers": (
-        "content-type, authorization, if-none-match, Stream-Seq, Stream-TTL, "
-        "Stream-Expires-At, Stream-Closed, Producer-Id, Producer-Epoch, Producer-Seq, "
-        "Stream-Forked-From, Stream-Fork-Offset, Stream-Fork-Sub-Offset"),
-    "access-control-expose-headers": (
-        "Stream-Next-Offset, Stream-Cursor, Stream-Up-To-Date, Stream-Closed, Producer-Epoch, "
-        "Producer-Seq, Producer-Expected-Seq, Producer-Received-Seq, Stream-TTL, "
-        "Stream-Expires-At, Stream-SSE-Data-Encoding, Runnel-Run-Id, etag, content-type, "
-        "location"),
     "x-content-type-options": "nosniff",
     "cross-origin-resource-policy": "cross-origin",
 }
@@ -68,11 +60,16 @@ def durable_streams_handlers(settings: Settings, auth: Authenticator,
                              scopes=frozenset({Scope.READ.value, Scope.WRITE.value}))
         return auth.from_header(request)
 
+    def still_valid(principal: Principal) -> bool:
+        expires_at = principal.expires_at
+        return (not auth.revoked.refuses_principal(principal)
+                and (expires_at is None or time.time() < expires_at))
+
     def facade() -> Facade:
         if not facades:
             streams = DurableStreams(service(), catalog(), clock())
             facades.append(Facade(streams, principal_of, clock(),
-                                  settings.durable_streams_long_poll_seconds))
+                                  settings.durable_streams_long_poll_seconds, still_valid))
         return facades[0]
 
     async def dispatch(request: Request[Any, Any, Any], path: FromPath[str]) -> Response[Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from typing import Any
 
 from litestar import Request, Response
@@ -38,9 +39,13 @@ class Facade:
     the conformance binding)."""
 
     def __init__(self, streams: DurableStreams, principal_of: Any, clock: Any,
-                 long_poll_seconds: float) -> None:
+                 long_poll_seconds: float,
+                 still_valid: Callable[[Principal], bool] = lambda _: True) -> None:
         self.streams = streams
         self.principal_of = principal_of
+        self.still_valid = still_valid
+        """Whether a connection's principal may go on being served (not revoked, not
+        expired): an SSE connection ends at its next batch or wait once it may not."""
         self.clock = clock
         self.long_poll_seconds = long_poll_seconds
 

@@ -1,7 +1,9 @@
 """SSE live mode: `event: data` per batch, each followed by `event: control` with the next
 offset, the cursor, `upToDate` and `streamClosed`; the connection ends after a control
-event that says closed. Data lines are split on every line break, so a payload can never
-end an event or start a forged one."""
+event that says closed, and before the next batch or wait once its token is revoked or
+expired (ADR 0060: the protocol has no frame to say why; the reconnect is refused).
+Data lines are split on every line break, so a payload can never end an event or start a
+forged one."""
 
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ async def sse_frames(plan: ReadPlan, after: int) -> AsyncIterator[bytes]:
     text = wire.is_text(plan.entry.content_type)
     waited = 0.0
     announced = False
-    while True:
+    while plan.facade.still_valid(plan.principal):
         page = await plan.page(after)
         records = list(page.records)
         data = b""

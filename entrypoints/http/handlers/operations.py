@@ -1,4 +1,5 @@
-"""Liveness, readiness and metrics: outside the API prefix, no token needed."""
+"""Liveness, readiness and metrics, outside the API prefix: the first two need no token,
+metrics take the metrics token (`metrics_access.py`, checked by the `scrape` dependency)."""
 
 from __future__ import annotations
 
@@ -48,7 +49,8 @@ def _cause(error: BaseException) -> str:
 
 
 async def metrics_text(scrape: NamedDependency[Scrape]) -> Response[bytes]:
-    """Prometheus text exposition (the store's figures are NaN if it does not answer)."""
+    """Prometheus text exposition (the store's figures are NaN if it does not answer), for
+    `Authorization: Bearer $RUNNEL_METRICS_TOKEN` only (401 otherwise)."""
     body, content_type = await scrape()
     # Litestar appends the charset to text media types itself.
     return Response(body, media_type=content_type.replace("; charset=utf-8", ""))

@@ -34,7 +34,9 @@ async def subscribe(
     `live=true`; `: ping` keepalives; `event: resync` with the 410 body if retention
     overtakes the reader; `event: end` `{"reason":"closed","last_sequence":N}` after close,
     or `{"reason":"token_expired","last_sequence":N}` when the token that opened the
-    subscription expires (resume with a fresh token and `Last-Event-ID: N`).
+    subscription expires (resume with a fresh token and `Last-Event-ID: N`), or
+    `{"reason":"token_revoked","last_sequence":N}` when it, or the token a subscribe token
+    was minted from, is revoked.
     A bad, future or pruned cursor is answered as problem+json before the stream starts."""
     cursor = subscribe_cursor(after, last_event_id)
     principal = caller.principal

@@ -6,7 +6,9 @@ caller sees every record exactly once, in order. The server ends a subscription
 when its token expires (`event: end`, reason `token_expired`, ADR 0023): with a
 token provider the follower asks it for a fresh token and resumes at once. A
 node that stops ends its subscriptions with reason `shutdown` (ADR 0029): the
-follower reconnects after a jittered backoff, at whichever node answers.
+follower reconnects after a jittered backoff, at whichever node answers. A token
+revoked under an open subscription (reason `token_revoked`, ADR 0060) raises
+`Unauthenticated`: no fresh token from the same source would be accepted.
 With a `consumer` it starts from that consumer's acknowledged sequence and acks
 as it goes (`Acker`); `start="tail"` starts at the head, skipping the history.
 With `live=True` it also applies the two-layer rules of `runnel_client.layers` (ADR
@@ -24,7 +26,7 @@ from typing import Any
 
 import httpx
 
-from runnel_client.errors import ResyncRequired, RunnelError, TokenExpired
+from runnel_client.errors import ResyncRequired, RunnelError, TokenExpired, Unauthenticated
 from runnel_client.layers import Steps
 from runnel_client.wire import LiveEvent, Record, problem_of
 
@@ -100,6 +102,9 @@ class FollowState:
                 raise TokenExpired(self.cursor)
             if reason == "shutdown":
                 raise Unavailable("the node is shutting down")
+            if reason == "token_revoked":  # a fresh token from the same source is refused
+                raise Refused(Unauthenticated(401, "unauthenticated", {
+                    **end, "detail": "the subscription's token was revoked"}), self.cursor)
             raise StreamEnded
         if event == "resync":
             problem = json.loads(data)
