@@ -210,6 +210,13 @@ def _warn_durable_streams_binding(settings: Settings, host: str) -> None:
         logging.getLogger("runnel.config").warning("%s", warning)
 
 
+def _warn_open_metrics(settings: Settings, host: str) -> None:
+    from entrypoints.metrics_access import MetricsAccess
+
+    if settings.metrics_token is None and not _is_loopback(host):
+        logging.getLogger("runnel.config").warning(MetricsAccess.OPEN_WARNING.format(host=host))
+
+
 def _serve(args: argparse.Namespace) -> int:
     from entrypoints.processes import ServeArgs, run
 
@@ -218,6 +225,7 @@ def _serve(args: argparse.Namespace) -> int:
     listening = listening_socket(args.host, args.port)
     _preflight(settings)
     _warn_durable_streams_binding(settings, args.host)
+    _warn_open_metrics(settings, args.host)
     if count == 1:
         build_server(settings, args.host, args.port, args.access_log).run(sockets=[listening])
         return 0

@@ -1,7 +1,8 @@
-"""`/metrics` on the API port is for the operator (ADR 0061): it answers only the metrics
-token (`RUNNEL_METRICS_TOKEN`), never an anonymous client nor an API token, even an admin's;
-without the setting it answers nobody. What it shows names no tenant, run or stream, and a
-client cannot mint label values (an invented HTTP method)."""
+"""`/metrics` on the API port (ADR 0061): with `RUNNEL_METRICS_TOKEN` it answers only that
+token, never an anonymous client nor an API token, even an admin's; without the setting it
+needs no token, as the contract says, and `runnel serve` warns when such a node listens
+beyond loopback. What it shows names no tenant, run or stream, and a client cannot mint
+label values (an invented HTTP method)."""
 
 from __future__ import annotations
 
@@ -33,14 +34,26 @@ async def test_anonymous_and_api_tokens_get_no_metrics(server: RunnelServer) -> 
     assert "runnel_records_appended_total" in served.text
 
 
-async def test_without_a_metrics_token_the_api_port_serves_metrics_to_nobody(
+async def test_without_a_metrics_token_the_api_port_serves_metrics_without_one(
         servers: ServerPool) -> None:
     unset = servers.get({"RUNNEL_METRICS_TOKEN": None})[0]
     async with httpx.AsyncClient(base_url=unset.url) as client:
-        for headers in ({}, METRICS, {"Authorization": "Bearer x"}):
-            refused = await client.get("/metrics", headers=headers)
-            problem = assert_problem(refused, 401, "unauthenticated")
-            assert "RUNNEL_METRICS_TOKEN" in problem["detail"]
+        for headers in ({}, {"Authorization": "Bearer x"}):
+            served = await client.get("/metrics", headers=headers)
+            assert served.status_code == 200
+            assert "runnel_records_appended_total" in served.text
+
+
+@pytest.mark.parametrize(("host", "token", "warned"), [
+    ("0.0.0.0", None, True), ("10.1.2.3", None, True), ("127.0.0.1", None, False),
+    ("localhost", None, False), ("0.0.0.0", "m" * 32, False)])
+def test_serve_warns_when_open_metrics_face_more_than_loopback(
+        host: str, token: str | None, warned: bool, caplog: pytest.LogCaptureFixture) -> None:
+    from entrypoints.cli import _warn_open_metrics
+
+    with caplog.at_level("WARNING", logger="runnel.config"):
+        _warn_open_metrics(Settings(metrics_token=token), host)
+    assert any("RUNNEL_METRICS_TOKEN" in r.getMessage() for r in caplog.records) is warned
 
 
 async def test_metrics_name_no_tenant_run_or_stream_and_take_no_invented_label(
