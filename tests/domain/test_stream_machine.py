@@ -179,8 +179,9 @@ class StreamMachine(RuleBasedStateMachine):
         elif sequence > self.head:
             error = AckBeyondHead
         offset = self.handed_offset(sequence, data)
-        if error is None and self.floor < sequence < self.head and offset != self.offset(
-                sequence):
+        # Re-acking the current value changes nothing, so it needs no offset.
+        if (error is None and sequence != current and self.floor < sequence < self.head
+                and offset != self.offset(sequence)):
             error = OffsetNeeded  # needed, and missing or outside the unread window
             if offset is not None and self.offset(self.floor) <= offset <= self.offset(
                     self.head):
