@@ -13,8 +13,8 @@ import pytest_asyncio
 from tests.e2e.support import clients_of, two_nodes
 from tests.http.server import RunnelServer
 from tests.http.support import create_stream
-from tests.http.test_live import publish, subscribe
-from tests.http.test_live_before_close import CHUNKS, assert_all_before_end
+from tests.http.test_live import subscribe
+from tests.http.test_live_before_close import chunks_then_close
 
 TRIES = 30
 
@@ -42,15 +42,4 @@ async def test_chunks_from_one_node_reach_both_nodes_readers_before_the_other_no
         stream_id = f"s{attempt}"
         await create_stream(on_publisher, run_id, stream_id)
         readers = [await subscribe(client, run_id, stream_id, live=True) for client in clients]
-        try:
-            sent = [f"chunk-{attempt}-{n}" for n in range(CHUNKS)]
-            for chunk in sent:
-                response = await publish(on_publisher, run_id, {"chunks": [chunk]}, stream_id)
-                assert response.status_code == 202, response.text
-            closed = await on_closer.post(f"/runs/{run_id}/streams/{stream_id}/close")
-            assert closed.status_code == 200, closed.text
-            for reader in readers:
-                await assert_all_before_end(reader, sent, attempt)
-        finally:
-            for reader in readers:
-                await reader.stop()
+        await chunks_then_close(on_publisher, on_closer, readers, run_id, stream_id, attempt)

@@ -36,18 +36,7 @@ async def test_chunks_answered_before_a_close_reach_every_reader_before_its_end(
             await create_stream(api, run_id, stream_id)
             readers = [await subscribe(api, run_id, stream_id, live=True)
                        for _ in range(READERS)]
-            try:
-                sent = [f"chunk-{attempt}-{n}" for n in range(CHUNKS)]
-                for chunk in sent:
-                    response = await publish(api, run_id, {"chunks": [chunk]}, stream_id)
-                    assert response.status_code == 202, response.text
-                closed = await api.post(f"/runs/{run_id}/streams/{stream_id}/close")
-                assert closed.status_code == 200, closed.text
-                for reader in readers:
-                    await assert_all_before_end(reader, sent, attempt)
-            finally:
-                for reader in readers:
-                    await reader.stop()
+            await chunks_then_close(api, api, readers, run_id, stream_id, attempt)
 
 
 async def test_chunks_published_once_the_close_answered_are_never_delivered(
@@ -71,6 +60,25 @@ async def test_chunks_published_once_the_close_answered_are_never_delivered(
             finally:
                 for reader in readers:
                     await reader.stop()
+
+
+async def chunks_then_close(publisher: httpx.AsyncClient, closer: httpx.AsyncClient,
+                            readers: list[Subscriber], run_id: str, stream_id: str,
+                            attempt: int) -> None:
+    """Publish `CHUNKS` chunks, one request each, then close: every reader gets them all,
+    then `end`. The readers are stopped whatever happens."""
+    try:
+        sent = [f"chunk-{attempt}-{n}" for n in range(CHUNKS)]
+        for chunk in sent:
+            response = await publish(publisher, run_id, {"chunks": [chunk]}, stream_id)
+            assert response.status_code == 202, response.text
+        closed = await closer.post(f"/runs/{run_id}/streams/{stream_id}/close")
+        assert closed.status_code == 200, closed.text
+        for reader in readers:
+            await assert_all_before_end(reader, sent, attempt)
+    finally:
+        for reader in readers:
+            await reader.stop()
 
 
 async def assert_all_before_end(reader: Subscriber, sent: list[str], attempt: int) -> None:
