@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -24,19 +25,28 @@ pytestmark = pytest.mark.postgres
 RECORDS = "/runs/r/streams/s/records"
 
 
-@pytest.fixture
-def hung(pg_dsn: str, tmp_path: Path) -> Iterator[tuple[httpx.Client, ProxyThread, str]]:  # noqa: F811
-    proxy = ProxyThread(pg_dsn)
-    env = {"RUNNEL_DATABASE_URL": proxy.start(), "RUNNEL_STORAGE": "postgres",
-           "RUNNEL_DB_STATEMENT_TIMEOUT_SECONDS": "1", "RUNNEL_DB_ACQUIRE_TIMEOUT_SECONDS": "1",
-           "RUNNEL_DB_CONNECT_TIMEOUT_SECONDS": "1"}
-    server = RunnelServer.start(env, tmp_path)
+@contextmanager
+def server_through_proxy(dsn: str, tmp_path: Path, env: dict[str, str | None]
+                         ) -> Iterator[tuple[httpx.Client, ProxyThread, str]]:
+    """A real server on Postgres through a proxy the test can hang or pause: its API
+    client, the proxy and the server's base URL."""
+    proxy = ProxyThread(dsn)
+    server = RunnelServer.start({"RUNNEL_DATABASE_URL": proxy.start(),
+                                 "RUNNEL_STORAGE": "postgres", **env}, tmp_path)
     try:
         with httpx.Client(base_url=server.api, headers=bearer(token()), timeout=DEADLINE) as api:
             yield api, proxy, server.url
     finally:
         server.stop()
         proxy.close()
+
+
+@pytest.fixture
+def hung(pg_dsn: str, tmp_path: Path) -> Iterator[tuple[httpx.Client, ProxyThread, str]]:  # noqa: F811
+    with server_through_proxy(pg_dsn, tmp_path, {
+            "RUNNEL_DB_STATEMENT_TIMEOUT_SECONDS": "1", "RUNNEL_DB_ACQUIRE_TIMEOUT_SECONDS": "1",
+            "RUNNEL_DB_CONNECT_TIMEOUT_SECONDS": "1"}) as served:
+        yield served
 
 
 def test_a_hung_database_is_503_store_unavailable_and_the_key_settles_the_retry(
@@ -70,16 +80,9 @@ BUDGET_MARGIN = 2.0
 def paused_server(pg_dsn: str, tmp_path: Path  # noqa: F811
                   ) -> Iterator[tuple[httpx.Client, ProxyThread, str]]:
     """A server on the default database bounds (only the budget named), through a proxy."""
-    proxy = ProxyThread(pg_dsn)
-    env = {"RUNNEL_DATABASE_URL": proxy.start(), "RUNNEL_STORAGE": "postgres",
-           "RUNNEL_DB_REQUEST_BUDGET_SECONDS": None}
-    server = RunnelServer.start(env, tmp_path)
-    try:
-        with httpx.Client(base_url=server.api, headers=bearer(token()), timeout=DEADLINE) as api:
-            yield api, proxy, server.url
-    finally:
-        server.stop()
-        proxy.close()
+    with server_through_proxy(pg_dsn, tmp_path,
+                              {"RUNNEL_DB_REQUEST_BUDGET_SECONDS": None}) as served:
+        yield served
 
 
 def test_an_append_to_a_frozen_database_answers_503_within_the_default_budget(

@@ -23,8 +23,12 @@ AT = datetime(2026, 1, 1, 12, 0, 0, 123456, tzinfo=UTC)
 
 def decoded(payload: str) -> Wake:
     origin, channel_key, body = split_payload(payload)
-    assert (origin, StreamKey.from_channel_key(channel_key)) == ("me", KEY)
-    return decode_wake(KEY, body)
+    # A closing wake names no origin: every listener, its sender's too, delivers it in
+    # commit order behind the live chunks (ADR 0056).
+    wake = decode_wake(KEY, body)
+    assert (origin, StreamKey.from_channel_key(channel_key)) == (
+        "" if wake.closed else "me", KEY)
+    return wake
 
 
 def test_every_kind_of_record_rides_a_wake_exactly() -> None:

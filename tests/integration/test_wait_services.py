@@ -133,12 +133,13 @@ async def test_the_dispatcher_redelivers_through_the_webhook_with_the_same_id(
     async with WebhookWaitService(receiver.url, receiver.secret) as service:
         dispatcher = InputDispatcher(sim.ports.outbox, sim.ports.store, service, sim.ports.clock,
                                      NodeSettings())
-        assert await dispatcher.dispatch_once("w") == 1
+        # Record 1 fails and backs off; record 2 waits behind it (head-of-line, ADR 0057).
+        assert await dispatcher.dispatch_once("w") == 0
         fake_clock(sim).advance(backoff_seconds(1))
-        assert await dispatcher.dispatch_once("w") == 1
+        assert await dispatcher.dispatch_once("w") == 2
     ids = [header for header, _ in receiver.requests]
-    assert sorted(ids) == sorted([input_event_id(key(), 1), input_event_id(key(), 1),
-                                  input_event_id(key(), 2)])
+    assert ids == [input_event_id(key(), 1), input_event_id(key(), 1),
+                   input_event_id(key(), 2)]
     assert all(body["event_id"] == header for header, body in receiver.requests)
     assert receiver.refused == []
 
