@@ -157,3 +157,19 @@ async def test_a_close_learnt_from_a_read_waits_for_its_wake_and_the_chunks_befo
         await follow.close()
     assert isinstance(first, LiveFrame) and first.chunk.data == "in flight"
     assert rest == [EndFrame(0)]
+
+
+async def test_a_live_follow_opened_on_a_closed_stream_ends_at_once() -> None:
+    """A reader that opens once the close has committed was not connected before it: it
+    gets the records and `end` without waiting a keepalive interval for a closing wake
+    that went out before it subscribed."""
+    service = simulation(NodeSettings(keepalive_seconds=30.0)).service
+    await service.definitions.create(ALICE, RUN, definition())
+    await service.lifecycle.close(ALICE, RUN, "s")
+    follow = await service.follower.open(ALICE, RUN, "s", after=0, live=True)
+    try:
+        async with asyncio.timeout(5):
+            frames = [frame async for frame in follow.frames()]
+    finally:
+        await follow.close()
+    assert isinstance(frames[-1], EndFrame) and frames[-1].reason == "closed"
