@@ -14,22 +14,15 @@ from dataclasses import dataclass
 
 from prometheus_client.registry import Collector
 
-from application.durable_catalog import FacadeCatalog
-from application.ports import (
-    Clock,
-    DeletionOutbox,
-    DeliveryOutbox,
-    GapEvidence,
-    Leadership,
-    ObjectStore,
-    RecordReader,
-    RevokedTokens,
-    StorageUpkeep,
-    StreamStore,
-    SubscriptionLeases,
-    WakeBus,
-    WorkflowWaitService,
-)
+from application.ports.access import RevokedTokens, SubscriptionLeases
+from application.ports.clock import Clock
+from application.ports.durable_streams import FacadeCatalog
+from application.ports.objects import ObjectStore
+from application.ports.outboxes import DeletionOutbox, DeliveryOutbox, WorkflowWaitService
+from application.ports.records import RecordReader
+from application.ports.streams import StreamStore
+from application.ports.upkeep import Leadership, StorageUpkeep
+from application.ports.waking import GapEvidence, WakeBus
 from application.service import Ports
 
 

@@ -12,7 +12,8 @@ from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from application.ports import LiveChunk, StoredRecord, Wake
+from application.ports.records import StoredRecord
+from application.ports.waking import LiveChunk, Wake
 from domain.identifiers import StreamKey
 
 WAKE_QUEUE_LIMIT = 64

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from application.ports import StoredRecord
+from application.ports.records import StoredRecord
 from domain.object_intent import ObjectIntent
 
 QueuedDeletion = tuple[str, str, datetime]

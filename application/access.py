@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from application.ports import StreamStore
+from application.ports.streams import StreamStore
 from domain.definition import StreamDefinition
 from domain.errors import NotFound
 from domain.identifiers import RunKey, StreamKey, validate_id

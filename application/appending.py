@@ -16,7 +16,10 @@ from application.access import (
 )
 from application.live import LivePublishing
 from application.node import NodeSettings
-from application.ports import Clock, StoredRecord, StreamSession, StreamStore, WakeBus
+from application.ports.clock import Clock
+from application.ports.records import StoredRecord
+from application.ports.streams import StreamSession, StreamStore
+from application.ports.waking import WakeBus
 from application.store_budget import store_budget, store_deadline
 from domain.definition import CreditPins
 from domain.errors import Backpressure, InvalidRecord

@@ -9,7 +9,8 @@ from typing import Any
 from application.access import run_key, stream_for_reading, stream_key
 from application.listing import DEFAULT_LISTING_LIMIT, check_listing_page
 from application.node import NodeSettings
-from application.ports import Clock, StreamStore
+from application.ports.clock import Clock
+from application.ports.streams import StreamStore
 from domain.definition import build_definition
 from domain.errors import DefinitionConflict, NotFound
 from domain.principal import Principal, Scope, may_read

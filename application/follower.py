@@ -2,7 +2,7 @@
 
 `Follower` checks access and the cursor before any frame is produced, so a refused or
 pruned cursor is an HTTP error, not a broken stream; the loop itself is `OpenFollow`
-(`following.py`).
+(`follow_loop.py`).
 """
 
 from __future__ import annotations
@@ -10,16 +10,12 @@ from __future__ import annotations
 from contextlib import AsyncExitStack
 
 from application.access import stream_for_reading, stream_key
-from application.following import OpenFollow
+from application.follow_loop import OpenFollow
 from application.node import NodeSettings
-from application.ports import (
-    GapEvidence,
-    NodeDraining,
-    RecordReader,
-    StreamStore,
-    WakeBus,
-    WakeSubscription,
-)
+from application.ports.errors import NodeDraining
+from application.ports.records import RecordReader
+from application.ports.streams import StreamStore
+from application.ports.waking import GapEvidence, WakeBus, WakeSubscription
 from application.revocations import RevocationList
 from application.subscription_slots import SubscriptionSlots
 from domain.cursor import check_cursor

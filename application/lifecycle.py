@@ -6,9 +6,11 @@ import asyncio
 from dataclasses import dataclass, field
 
 from application.access import load_stream, run_key, stream_for_writing, stream_key
-from application.deletion import BodyDeleter
+from application.body_deletion import BodyDeleter
 from application.node import NodeSettings
-from application.ports import Clock, DeletionOutbox, StreamStore
+from application.ports.clock import Clock
+from application.ports.outboxes import DeletionOutbox
+from application.ports.streams import StreamStore
 from domain.errors import InvalidRecord, NotFound
 from domain.identifiers import StreamKey
 from domain.object_intent import LIVE_STATES, WITH_BODY

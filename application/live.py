@@ -8,7 +8,8 @@ from typing import Any
 
 from application.access import stream_for_writing, stream_key
 from application.node import NodeSettings
-from application.ports import LiveDraft, StreamStore, WakeBus
+from application.ports.streams import StreamStore
+from application.ports.waking import LiveDraft, WakeBus
 from domain.errors import InvalidRecord
 from domain.identifiers import StreamKey
 from domain.live_chunk import cap_chunk, outgoing_chunk

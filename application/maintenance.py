@@ -8,7 +8,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from application.ports import Clock, StorageUpkeep, UpkeepLimits, UpkeepPass
+from application.ports.clock import Clock
+from application.ports.upkeep import StorageUpkeep, UpkeepLimits, UpkeepPass
 from domain.identifiers import StreamKey
 
 _Step = Callable[[], Awaitable[UpkeepPass]]

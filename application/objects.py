@@ -11,15 +11,12 @@ from application.access import (
     stream_key,
 )
 from application.appending import Appender
-from application.deletion import BodyDeleter
+from application.body_deletion import BodyDeleter
 from application.node import NodeSettings
-from application.ports import (
-    Clock,
-    ObjectRegionUnavailable,
-    ObjectStore,
-    StreamSession,
-    StreamStore,
-)
+from application.ports.clock import Clock
+from application.ports.errors import ObjectRegionUnavailable
+from application.ports.objects import ObjectStore
+from application.ports.streams import StreamSession, StreamStore
 from domain.definition import PlacementPins, StreamDefinition
 from domain.errors import DomainError, NotFound, ObjectStateConflict
 from domain.identifiers import StreamKey, object_intent_id

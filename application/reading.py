@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from application.access import stream_for_reading, stream_key
 from application.node import NodeSettings
-from application.ports import RecordPage, RecordReader, StreamStore
+from application.ports.records import RecordPage, RecordReader
+from application.ports.streams import StreamStore
 from domain.cursor import check_cursor
 from domain.errors import InvalidLimit
 from domain.principal import Principal

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 from application.access import load_stream, stream_key
 from application.node import NodeSettings
-from application.ports import Clock, DeliveryOutbox, StreamStore
+from application.ports.clock import Clock
+from application.ports.outboxes import DeliveryOutbox
+from application.ports.streams import StreamStore
 from domain.errors import NotAnInputStream
 from domain.principal import Principal, Scope
 from domain.residency import ensure_may_write_here

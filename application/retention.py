@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from application.ports import Clock, RecordReader, Removed, StreamStore
+from application.ports.clock import Clock
+from application.ports.records import RecordReader
+from application.ports.streams import Removed, StreamStore
 from domain.identifiers import StreamKey
 from domain.retention import age_cutoff, prune_through
 

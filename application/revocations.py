@@ -24,7 +24,8 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from application.background import running_in_background
-from application.ports import Clock, RevokedTokens
+from application.ports.access import RevokedTokens
+from application.ports.clock import Clock
 from domain.principal import Principal
 
 log = logging.getLogger("runnel.revocations")

@@ -4,37 +4,32 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from application.acknowledging import Acknowledger
 from application.appending import Appender
-from application.consumers import Acknowledger
+from application.body_deletion import BodyDeleter
 from application.definitions import StreamDefinitions
-from application.deletion import BodyDeleter
-from application.deliveries_view import DeliveryInspection
-from application.delivery import InputDispatcher
+from application.delivery_inspection import DeliveryInspection
+from application.dispatching import InputDispatcher
 from application.follower import Follower
+from application.intent_reaping import IntentReaper
 from application.lifecycle import StreamLifecycle
 from application.live import LivePublishing
 from application.maintenance import StorageMaintenance
 from application.node import NodeSettings
 from application.objects import Objects
-from application.orphans import OrphanSweeper
-from application.ports import (
-    Clock,
-    DeletionOutbox,
-    DeliveryOutbox,
-    GapEvidence,
-    ObjectStore,
-    RecordReader,
-    StorageUpkeep,
-    StreamStore,
-    SubscriptionLeases,
-    WakeBus,
-    WorkflowWaitService,
-)
+from application.orphan_sweep import OrphanSweeper
+from application.ports.access import SubscriptionLeases
+from application.ports.clock import Clock
+from application.ports.objects import ObjectStore
+from application.ports.outboxes import DeletionOutbox, DeliveryOutbox, WorkflowWaitService
+from application.ports.records import RecordReader
+from application.ports.streams import StreamStore
+from application.ports.upkeep import StorageUpkeep
+from application.ports.waking import GapEvidence, WakeBus
 from application.reading import RecordReading
-from application.reaping import IntentReaper
 from application.redrive import DeadLetterRedrive
 from application.retention import RetentionPruner
-from application.runs import RunCatalog
+from application.run_catalog import RunCatalog
 from application.subscription_slots import SubscriptionSlots
 
 
@@ -66,17 +61,17 @@ class RunnelService:
     appender: Appender
     reading: RecordReading
     follower: Follower
-    acks: Acknowledger
+    acknowledger: Acknowledger
     lifecycle: StreamLifecycle
     objects: Objects
     live: LivePublishing
     retention: RetentionPruner
     dispatcher: InputDispatcher
-    reaper: IntentReaper
-    deleter: BodyDeleter
-    orphans: OrphanSweeper
-    runs: RunCatalog
-    deliveries: DeliveryInspection
+    intent_reaper: IntentReaper
+    body_deleter: BodyDeleter
+    orphan_sweeper: OrphanSweeper
+    run_catalog: RunCatalog
+    delivery_inspection: DeliveryInspection
     redrive: DeadLetterRedrive
     maintenance: StorageMaintenance | None = None
     """None when the ports have no `upkeep`."""
@@ -92,18 +87,18 @@ class RunnelService:
             reading=RecordReading(ports.store, ports.reader, node),
             follower=Follower(ports.store, ports.reader, ports.bus, ports.gaps, node,
                               SubscriptionSlots(ports.leases, ports.clock, node)),
-            acks=Acknowledger(ports.store, node),
+            acknowledger=Acknowledger(ports.store, node),
             lifecycle=StreamLifecycle(ports.store, ports.deletions, deleter, ports.clock, node),
             objects=Objects(ports.store, ports.objects, appender, deleter, ports.clock, node),
             live=live,
             retention=RetentionPruner(ports.store, ports.reader, ports.clock, node.region),
             dispatcher=InputDispatcher(ports.outbox, ports.reader, ports.wait_service,
                                        ports.clock, node),
-            reaper=IntentReaper(ports.store, ports.clock, node.region),
-            deleter=deleter,
-            orphans=OrphanSweeper(ports.store, ports.objects, ports.clock, node),
-            runs=RunCatalog(ports.store),
-            deliveries=DeliveryInspection(ports.store, ports.outbox, node),
+            intent_reaper=IntentReaper(ports.store, ports.clock, node.region),
+            body_deleter=deleter,
+            orphan_sweeper=OrphanSweeper(ports.store, ports.objects, ports.clock, node),
+            run_catalog=RunCatalog(ports.store),
+            delivery_inspection=DeliveryInspection(ports.store, ports.outbox, node),
             redrive=DeadLetterRedrive(ports.store, ports.outbox, ports.clock, node),
             maintenance=(StorageMaintenance(ports.upkeep, ports.clock, node.region, node.upkeep)
                          if ports.upkeep is not None else None),

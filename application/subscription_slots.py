@@ -17,7 +17,8 @@ import asyncio
 import logging
 
 from application.node import NodeSettings
-from application.ports import Clock, SubscriptionLeases
+from application.ports.access import SubscriptionLeases
+from application.ports.clock import Clock
 from domain.errors import TooManySubscriptions
 from domain.principal import Principal
 

@@ -6,7 +6,9 @@ import base64
 from dataclasses import dataclass
 from typing import Any
 
-from application.ports import Delivery, DeliveryRedrive, RunSummary, StoredRecord
+from application.ports.outboxes import Delivery, DeliveryRedrive
+from application.ports.records import StoredRecord
+from application.ports.streams import RunSummary
 from domain.canonical_json import Verbatim, wire_json
 from domain.stream import Stream
 

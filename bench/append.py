@@ -163,7 +163,7 @@ class Bench:
             for name in names:
                 target = self.heads[name] - window
                 if target > max(acked[name], 0):
-                    await self.service.acks.ack(PRODUCER, RUN, name, "reader", target)
+                    await self.service.acknowledger.ack(PRODUCER, RUN, name, "reader", target)
                     acked[name] = target
             await asyncio.sleep(0.02)
 

@@ -81,8 +81,8 @@ def serve_echo(kind: str, port: int) -> None:
     """The echo side (its own process), on the stack `runnel serve` runs."""
     import uvicorn
 
+    from entrypoints.composition.settings import Settings
     from entrypoints.http.connections import ConnectionBudget, bounded_protocol, connection_limits
-    from entrypoints.settings import Settings
 
     app = litestar_echo() if kind == "litestar" else asgi_echo
     http = bounded_protocol(ConnectionBudget(connection_limits(Settings())))
@@ -102,7 +102,7 @@ def process(args: list[str], env: dict[str, str]) -> Iterator[subprocess.Popen[b
 
 
 def _token() -> str:
-    from entrypoints.tokens import mint_token
+    from entrypoints.auth.tokens import mint_token
 
     return mint_token(SECRET, tenant="bench", sub="bench",
                       scopes=("streams:read", "streams:write"), ttl_seconds=3600)
@@ -175,7 +175,7 @@ async def runnel_figures(args: argparse.Namespace, processes: int) -> dict[str, 
     database = await create_database("runnel_bench_http")
     port = free_port()
     try:
-        with process([sys.executable, "-m", "entrypoints.cli", "serve", "--port", str(port),
+        with process([sys.executable, "-m", "entrypoints.commands", "serve", "--port", str(port),
                       "--no-workers", "--processes", str(processes)],
                      {"RUNNEL_DATABASE_URL": dsn_for(database)}) as child:
             await wait_listening(port, child)

@@ -11,7 +11,7 @@ input delivery per hundred streams), the median and p95 of:
 - render: the registry's in-memory collectors only (process, committer, LISTEN,
   pool, workers), what a memory backend's scrape costs;
 - refresh: the store's figures (outbox depth and age, consumer lag), one statement;
-- scrape: both, as `entrypoints/scrape.py` does them.
+- scrape: both, as `entrypoints/observability/scrape.py` does them.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from collections.abc import Callable
 from adapters.postgres import open_postgres
 from adapters.postgres.migrations import migrate
 from bench.scratch import create_database, drop_database, dsn_for
-from entrypoints.metrics import Metrics
-from entrypoints.postgres_metrics import PostgresMetrics
+from entrypoints.observability.metrics import Metrics
+from entrypoints.observability.postgres_metrics import PostgresMetrics
 
 _FILL = """
 INSERT INTO streams (id, tenant, run_id, stream_id, definition, snapshot_topic, snapshot,

@@ -54,8 +54,8 @@ trivial = constant_app(200, b"text/plain", b"ok")
 
 
 def runnel_app() -> Any:
+    from entrypoints.composition.settings import Settings
     from entrypoints.http import create_asgi_app
-    from entrypoints.settings import Settings
 
     return create_asgi_app(Settings())
 
@@ -73,8 +73,8 @@ def serve(candidate: str, app_name: str, port: int) -> None:
         return
     import uvicorn
 
+    from entrypoints.composition.settings import Settings
     from entrypoints.http.connections import ConnectionBudget, bounded_protocol, connection_limits
-    from entrypoints.settings import Settings
 
     app = runnel_app() if app_name == "append" else trivial
     http: Any = {"uvicorn-httptools": "httptools", "uvicorn-h11": "h11"}.get(candidate)
@@ -85,7 +85,7 @@ def serve(candidate: str, app_name: str, port: int) -> None:
 
 
 def _token() -> str:
-    from entrypoints.tokens import mint_token
+    from entrypoints.auth.tokens import mint_token
 
     return mint_token(SECRET, tenant="bench", sub="bench",
                       scopes=("streams:read", "streams:write"), ttl_seconds=3600)

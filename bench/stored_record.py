@@ -13,7 +13,7 @@ import argparse
 import timeit
 from datetime import UTC, datetime
 
-from application.ports import StoredRecord
+from application.ports.records import StoredRecord
 from domain.records import Draft
 
 

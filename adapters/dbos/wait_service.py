@@ -25,7 +25,7 @@ from typing import Any
 from runnel_client.dbos_ids import workflow_id_for
 
 from adapters.webhook.wait_service import event_body
-from application.ports import InputEvent
+from application.ports.outboxes import InputEvent
 
 
 class DbosWaitService:

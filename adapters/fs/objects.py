@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import BinaryIO, cast
 
 from adapters.object_verification import verified_chunks
-from application.ports import ListedObject, ObjectEvidence, ObjectRegionUnavailable
+from application.ports.errors import ObjectRegionUnavailable
+from application.ports.objects import ListedObject, ObjectEvidence
 
 READ_CHUNK = 64 * 1024
 _HASH_BLOCK = 1024 * 1024

@@ -13,7 +13,7 @@ from adapters.memory.revoked_tokens import MemoryRevokedTokens
 from adapters.memory.store import MemoryStreamStore
 from adapters.memory.subscription_leases import MemorySubscriptionLeases
 from adapters.memory.upkeep import MemoryLeadership, MemoryStorageUpkeep
-from application.ports import Clock
+from application.ports.clock import Clock
 
 
 def memory_backend(clock: Clock | None = None) -> Backend:

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 from adapters.fanout import FanoutHub
-from application.ports import LiveDraft, Wake, WakeSubscription
+from application.ports.waking import LiveDraft, Wake, WakeSubscription
 from domain.identifiers import StreamKey
 from domain.live_seq import LiveSeq
 

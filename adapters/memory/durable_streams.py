@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from application.durable_catalog import FacadeEntry
+from application.ports.durable_streams import FacadeEntry
 from domain.producer_fencing import ProducerState
 
 

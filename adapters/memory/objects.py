@@ -7,7 +7,9 @@ from collections.abc import AsyncIterable, AsyncIterator
 from datetime import UTC, datetime
 
 from adapters.object_verification import verified_chunks
-from application.ports import Clock, ListedObject, ObjectEvidence, ObjectRegionUnavailable
+from application.ports.clock import Clock
+from application.ports.errors import ObjectRegionUnavailable
+from application.ports.objects import ListedObject, ObjectEvidence
 
 
 class MemoryObjectStore:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from application.ports import BodyDeletion, Delivery, DeliveryRedrive
+from application.ports.outboxes import BodyDeletion, Delivery, DeliveryRedrive
 from domain.identifiers import StreamKey
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from application.ports import Revocation
+from application.ports.access import Revocation
 
 
 class MemoryRevokedTokens:

@@ -10,7 +10,7 @@ from adapters.memory.clock import FakeClock
 from adapters.memory.objects import MemoryObjectStore
 from adapters.memory.workflow import MemoryWorkflowWaitService
 from application.node import NodeSettings
-from application.ports import Clock
+from application.ports.clock import Clock
 from application.service import Ports, RunnelService
 
 

@@ -22,14 +22,10 @@ from adapters.fanout import carried_records
 from adapters.memory.bus import MemoryWakeBus
 from adapters.memory.outboxes import MemoryDeletionOutbox, MemoryDeliveryOutbox
 from adapters.staging import QueuedDeletion, Staging
-from application.ports import (
-    Clock,
-    RecordPage,
-    Removed,
-    RunSummary,
-    StoredRecord,
-    Wake,
-)
+from application.ports.clock import Clock
+from application.ports.records import RecordPage, StoredRecord
+from application.ports.streams import Removed, RunSummary
+from application.ports.waking import Wake
 from domain.errors import NotFound, TooManyStreams
 from domain.identifiers import RunKey, StreamKey
 from domain.object_intent import LIVE_STATES, ObjectIntent

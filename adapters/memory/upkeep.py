@@ -9,7 +9,7 @@ from typing import Any
 
 from adapters.memory.outboxes import MemoryDeliveryOutbox
 from adapters.memory.store import MemoryStreamStore, _StreamData
-from application.ports import UpkeepLimits, UpkeepPass
+from application.ports.upkeep import UpkeepLimits, UpkeepPass
 from domain.identifiers import StreamKey
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from application.ports import InputEvent
+from application.ports.outboxes import InputEvent
 
 
 class MemoryWorkflowWaitService:

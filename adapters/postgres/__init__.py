@@ -19,7 +19,8 @@ from adapters.postgres.codec import AggregateCodec
 from adapters.postgres.deletions import PostgresDeletionOutbox
 from adapters.postgres.durable_streams import PostgresFacadeCatalog
 from adapters.postgres.gaps import PostgresGapEvidence
-from adapters.postgres.group_commit import GroupCommitter
+from adapters.postgres.group_commit.engine import GroupCommitter
+from adapters.postgres.group_commit.stream_cache import StreamCache
 from adapters.postgres.leadership import PostgresLeadership
 from adapters.postgres.migrations import migrate
 from adapters.postgres.outbox import PostgresDeliveryOutbox
@@ -27,7 +28,6 @@ from adapters.postgres.pool import DatabaseBounds, open_pool
 from adapters.postgres.reader import PostgresRecordReader
 from adapters.postgres.revoked_tokens import REVOKED_CHANNEL, PostgresRevokedTokens
 from adapters.postgres.store import PostgresStreamStore
-from adapters.postgres.stream_cache import StreamCache
 from adapters.postgres.subscription_leases import PostgresSubscriptionLeases
 from adapters.postgres.upkeep import PostgresStorageUpkeep
 from adapters.postgres.wait_notify import PostgresNotifyWaitService

@@ -58,7 +58,7 @@ from adapters.postgres.notifications import (
     encode_live,
     split_payload,
 )
-from application.ports import LiveDraft, Wake, WakeSubscription
+from application.ports.waking import LiveDraft, Wake, WakeSubscription
 from domain.identifiers import StreamKey
 
 log = logging.getLogger(__name__)

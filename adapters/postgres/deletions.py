@@ -23,7 +23,7 @@ import asyncpg
 
 from adapters.postgres.fences import assert_unfenced, refused_when_fenced
 from adapters.postgres.ids import stream_id
-from application.ports import BodyDeletion
+from application.ports.outboxes import BodyDeletion
 from domain.identifiers import StreamKey
 
 _CLAIM = f"""

@@ -18,7 +18,7 @@ from datetime import datetime
 
 import asyncpg
 
-from application.durable_catalog import FacadeEntry
+from application.ports.durable_streams import FacadeEntry
 from domain.producer_fencing import ProducerState
 
 _COLUMNS = ("path, run_id, content_type, ttl_seconds, expires_at, touched_at, closed_by, "

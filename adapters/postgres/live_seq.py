@@ -18,7 +18,7 @@ import asyncpg
 
 from adapters.postgres.ids import stream_id
 from adapters.postgres.notifications import LIVE_CHANNEL
-from application.ports import LiveChunk, LiveDraft
+from application.ports.waking import LiveChunk, LiveDraft
 from domain.canonical_json import compact_text
 from domain.live_seq import LiveRun, LiveSeq
 

@@ -24,7 +24,8 @@ from typing import Any
 
 import msgspec
 
-from application.ports import LiveChunk, StoredRecord, Wake
+from application.ports.records import StoredRecord
+from application.ports.waking import LiveChunk, Wake
 from domain.canonical_json import compact_text
 from domain.identifiers import StreamKey
 from domain.records import ObjectRef

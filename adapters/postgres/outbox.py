@@ -32,7 +32,7 @@ import asyncpg
 
 from adapters.postgres.fences import assert_unfenced, refused_when_fenced
 from adapters.postgres.ids import stream_id
-from application.ports import Delivery, DeliveryRedrive
+from application.ports.outboxes import Delivery, DeliveryRedrive
 from domain.identifiers import StreamKey
 
 _CLAIM = f"""

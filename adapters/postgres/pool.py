@@ -36,7 +36,7 @@ import asyncpg
 from asyncpg.pool import Pool
 
 from adapters.postgres.budgeted import BudgetedConnection, held_bound, within_budget
-from application.ports import StoreFull, StoreUnavailable
+from application.ports.errors import StoreFull, StoreUnavailable
 
 OUTAGES: tuple[type[BaseException], ...] = (
     OSError,  # refused, reset, unreachable

@@ -8,7 +8,7 @@ import asyncpg
 
 from adapters.postgres.ids import stream_id
 from adapters.postgres.record_rows import RECORD_COLUMNS, record_from_row
-from application.ports import RecordPage
+from application.ports.records import RecordPage
 from domain.errors import NotFound
 from domain.identifiers import StreamKey
 

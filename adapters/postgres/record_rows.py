@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from application.ports import StoredRecord
+from application.ports.records import StoredRecord
 from domain.errors import InvalidRecord
 from domain.records import ObjectRef
 

@@ -17,7 +17,7 @@ from datetime import datetime
 
 import asyncpg
 
-from application.ports import Revocation
+from application.ports.access import Revocation
 
 REVOKED_CHANNEL = "runnel_revoked"
 

@@ -1,7 +1,7 @@
 """The Postgres `StreamStore`: stream rows, their snapshots, and units of work.
 
 `lock()` hands out units of work run by the group committer (one shared
-transaction per group, see `group_commit.py`). Everything else is a single
+transaction per group, see `group_commit/engine.py`). Everything else is a single
 autocommit statement on the pool, except the two that serialize on a run.
 
 Rules (creation against erasure, and the streams-per-run cap):
@@ -34,13 +34,13 @@ import asyncpg
 
 from adapters.postgres.codec import AggregateCodec
 from adapters.postgres.fences import assert_unfenced, refused_when_fenced
-from adapters.postgres.group_commit import GroupCommitter
+from adapters.postgres.group_commit.engine import GroupCommitter
+from adapters.postgres.group_commit.load_coalescing import LoadCoalescer
+from adapters.postgres.group_commit.stream_cache import StreamCache
+from adapters.postgres.group_commit.unit_of_work import PostgresSession, load_intent_row
 from adapters.postgres.ids import stream_id
-from adapters.postgres.load_coalescing import LoadCoalescer
-from adapters.postgres.stream_cache import StreamCache
 from adapters.postgres.stream_rows import ROW_COLUMNS, stream_from_row
-from adapters.postgres.unit_of_work import PostgresSession, load_intent_row
-from application.ports import RunSummary
+from application.ports.streams import RunSummary
 from domain.errors import TooManyStreams
 from domain.identifiers import RunKey, StreamKey
 from domain.object_intent import ObjectIntent

@@ -27,7 +27,7 @@ import asyncpg
 
 from adapters.postgres.fences import assert_unfenced, refused_when_fenced
 from adapters.postgres.ids import stream_id
-from application.ports import UpkeepLimits, UpkeepPass
+from application.ports.upkeep import UpkeepLimits, UpkeepPass
 from domain.identifiers import StreamKey
 
 _STREAMS_AFTER = """

@@ -23,7 +23,7 @@ from typing import Any
 
 import asyncpg
 
-from application.ports import InputEvent
+from application.ports.outboxes import InputEvent
 from domain.canonical_json import compact_text
 
 MAX_PAYLOAD_BYTES = 7900

@@ -21,12 +21,8 @@ from adapters.s3.upload import (
     put_multipart,
     put_single,
 )
-from application.ports import (
-    ListedObject,
-    ObjectEvidence,
-    ObjectRegionUnavailable,
-    ObjectStoreUnavailable,
-)
+from application.ports.errors import ObjectRegionUnavailable, ObjectStoreUnavailable
+from application.ports.objects import ListedObject, ObjectEvidence
 
 DOWNLOAD_CHUNK = 64 * 1024
 _MISSING_CODES = frozenset({"404", "NoSuchKey", "NotFound"})

@@ -23,7 +23,8 @@ import httpx
 from runnel_client.webhooks import webhook_headers
 
 from adapters.clock import SystemClock
-from application.ports import Clock, InputEvent
+from application.ports.clock import Clock
+from application.ports.outboxes import InputEvent
 from domain.canonical_json import compact_text
 
 TIMEOUT_SECONDS = 10.0

@@ -21,13 +21,15 @@ from litestar.openapi.spec import Components, SecurityScheme
 from litestar.types import ASGIApp
 
 from application.service import RunnelService
-from entrypoints.backend import NodeUnready
-from entrypoints.container import NodeHost
-from entrypoints.cors import CrossOrigin
+from entrypoints.auth.subscribe_tokens import SubscribeTokens
+from entrypoints.composition.backend import NodeUnready
+from entrypoints.composition.container import NodeHost
+from entrypoints.composition.settings import Settings
 from entrypoints.http.api_docs import api_docs_plugins, api_docs_router
 from entrypoints.http.auth import Authenticator, SubscribeAuthenticator
 from entrypoints.http.callers import Callers
 from entrypoints.http.connections import ConnectionBudget, ConnectionMetrics
+from entrypoints.http.cors import CrossOrigin
 from entrypoints.http.draining import Draining
 from entrypoints.http.durable_streams import durable_streams_handlers
 from entrypoints.http.handlers.operations import Probe, Scrape
@@ -36,12 +38,10 @@ from entrypoints.http.pipeline import RequestRules
 from entrypoints.http.problems import problem_response
 from entrypoints.http.request_ids import RequestIds
 from entrypoints.http.routes import api_router, operation_handlers
-from entrypoints.http.sse_transport import EventStreamTransport
-from entrypoints.metrics_access import MetricsAccess
-from entrypoints.scrape import scrape
-from entrypoints.settings import Settings
-from entrypoints.subscribe_tokens import SubscribeTokens
-from entrypoints.tracing import traced
+from entrypoints.http.sse.transport import EventStreamTransport
+from entrypoints.observability.metrics_access import MetricsAccess
+from entrypoints.observability.scrape import scrape
+from entrypoints.observability.tracing import traced
 
 DESCRIPTION = """Durable work-data streams for workflow runs.
 

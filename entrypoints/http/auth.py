@@ -22,16 +22,17 @@ from typing import Annotated, Any
 from litestar import Request
 from litestar.params import QueryParameter
 
-from application.ports import Clock, RevokedTokens
+from application.ports.access import RevokedTokens
+from application.ports.clock import Clock
 from application.revocations import RevocationList
 from domain.errors import Unauthenticated
 from domain.principal import Principal
-from entrypoints.jwks import CachedUrlKeys, StaticKeys
-from entrypoints.request_context import note_tenant
-from entrypoints.settings import Settings
-from entrypoints.subscribe_tokens import SubscribeTokens, is_subscribe_token
-from entrypoints.token_cache import VerifiedTokens
-from entrypoints.tokens import PublicKeys, TokenPolicy, TokenVerifier
+from entrypoints.auth.jwks import CachedUrlKeys, StaticKeys
+from entrypoints.auth.subscribe_tokens import SubscribeTokens, is_subscribe_token
+from entrypoints.auth.token_cache import VerifiedTokens
+from entrypoints.auth.tokens import PublicKeys, TokenPolicy, TokenVerifier
+from entrypoints.composition.settings import Settings
+from entrypoints.observability.request_context import note_tenant
 
 MAX_TOKEN_LENGTH = 4096
 

@@ -21,9 +21,9 @@ from litestar.di import Provide
 
 from application.service import RunnelService
 from domain.principal import Principal
+from entrypoints.auth.subscribe_tokens import SubscribeTokens
 from entrypoints.http.auth import AccessToken, Authenticator, SubscribeAuthenticator
-from entrypoints.metrics import Metrics
-from entrypoints.subscribe_tokens import SubscribeTokens
+from entrypoints.observability.metrics import Metrics
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,8 +52,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from entrypoints.settings import Settings
-from entrypoints.trusted_proxies import TrustedProxies
+from entrypoints.auth.trusted_proxies import TrustedProxies
+from entrypoints.composition.settings import Settings
 
 Pool = Literal["request", "stream"]
 SUBSCRIBE_SUFFIX = "/subscribe"

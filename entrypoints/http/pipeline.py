@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from litestar.types import Receive, ReceiveMessage
 
 from entrypoints.http.problems import ClientDisconnected, HeadersTooLarge
-from entrypoints.metrics import Metrics
+from entrypoints.observability.metrics import Metrics
 
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"})
 """The `method` label's values besides `other`."""

@@ -34,7 +34,7 @@ from litestar.exceptions import (
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 from litestar.types import Send
 
-from application.ports import (
+from application.ports.errors import (
     NodeDraining,
     ObjectRegionUnavailable,
     ObjectStoreUnavailable,
@@ -42,8 +42,8 @@ from application.ports import (
     StoreUnavailable,
 )
 from domain import errors as e
-from entrypoints.request_context import current_request
-from entrypoints.token_redaction import redact_tokens
+from entrypoints.auth.token_redaction import redact_tokens
+from entrypoints.observability.request_context import current_request
 
 log = logging.getLogger("runnel.http")
 

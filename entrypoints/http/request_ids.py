@@ -36,13 +36,13 @@ from litestar.types import (
     Send,
 )
 
-from entrypoints import tracing
-from entrypoints.cors import CrossOrigin
+from entrypoints.auth.token_redaction import redact_tokens
+from entrypoints.http.cors import CrossOrigin
 from entrypoints.http.pipeline import RequestRules
 from entrypoints.http.problems import send_problem
 from entrypoints.http.referrer import HEADER as REFERRER
-from entrypoints.request_context import RequestContext, enter_request, leave_request
-from entrypoints.token_redaction import redact_tokens
+from entrypoints.observability import tracing
+from entrypoints.observability.request_context import RequestContext, enter_request, leave_request
 
 HEADER = b"x-request-id"
 OWN_HEADERS = (HEADER, REFERRER[0])

@@ -75,7 +75,7 @@ EVENT_STREAM = (
     "410 `cursor_pruned` problem); `end` (`data:` `{reason, last_sequence}`, reason "
     "`closed`, `token_expired`, `token_revoked` or `shutdown`). After `resync` or `end` the "
     "stream ends; resume with `Last-Event-ID: last_sequence`.")
-"""The subscribe route's 200 (frames: `entrypoints.http.sse`)."""
+"""The subscribe route's 200 (frames: `entrypoints.http.sse.subscription`)."""
 
 
 def records_page() -> JsonSchema:

@@ -12,6 +12,7 @@ from litestar.openapi.datastructures import ResponseSpec
 
 from application.views import API_PREFIX
 from domain.records import OBJECT_MAX_BYTES
+from entrypoints.composition.settings import Settings
 from entrypoints.http import responses as shapes
 from entrypoints.http.callers import Callers
 from entrypoints.http.handlers import (
@@ -32,8 +33,7 @@ from entrypoints.http.handlers.subscribe_token import mint_subscribe_token
 from entrypoints.http.openapi import RawBodyOperation
 from entrypoints.http.problems import PROBLEM_MEDIA_TYPE, Problem
 from entrypoints.http.responses import spec
-from entrypoints.http.sse import release_on_exit
-from entrypoints.settings import Settings
+from entrypoints.http.sse.subscription import release_on_exit
 
 RUN = "/runs/{run_id:str}"
 STREAM = RUN + "/streams/{stream_id:str}"

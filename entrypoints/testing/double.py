@@ -2,7 +2,7 @@
 
 It is not a model of the server: it is the server's application (`create_asgi_app`,
 every route, rule, error and shape) on the in-memory backend, the one the `memory`
-storage setting opens (`entrypoints.backend`), on a loop of its own in a daemon
+storage setting opens (`entrypoints.composition.backend`), on a loop of its own in a daemon
 thread. Clients are the SDK's own, `RunnelClient` and `AsyncRunnelClient`, over a
 transport that reaches the application without a socket (`faces.py`). So a refusal
 the server makes (credit, size, an unknown field, a closed stream, auth) is made
@@ -23,11 +23,11 @@ import httpx
 from pydantic import SecretStr
 from runnel_client import AsyncRunnelClient, RunnelClient
 
+from entrypoints.auth.tokens import mint_token
+from entrypoints.composition.settings import Settings
 from entrypoints.http.app import create_asgi_app
-from entrypoints.settings import Settings
 from entrypoints.testing.asgi import InProcessApp
 from entrypoints.testing.faces import AsyncFace, LoopThread, SyncFace
-from entrypoints.tokens import mint_token
 
 BASE_URL = "http://runnel.test"
 """What the clients' requests name as the server (`.test` resolves nowhere)."""

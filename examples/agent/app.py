@@ -36,7 +36,7 @@ PAGE = Path(__file__).with_name("page.html")
 
 def tokens(secret: str) -> Callable[[], str]:
     """A token provider: the SDK asks it for every request, so no token outlives an hour."""
-    from entrypoints.tokens import mint_token
+    from entrypoints.auth.tokens import mint_token
 
     def token() -> str:
         return mint_token(secret, tenant=TENANT, sub="agent-example",

@@ -56,7 +56,7 @@ def main() -> int:
     env = {**os.environ, "RUNNEL_DATABASE_URL": embedded.dsn, "RUNNEL_JWT_SECRET": jwt_secret,
            "RUNNEL_DATA_DIR": str(DATA / "runnel"), "RUNNEL_WAIT_SERVICE": "dbos",
            "RUNNEL_DBOS_DATABASE_URL": dbos_dsn, "RUNNEL_PROCESSES": "1"}
-    runnel = subprocess.Popen([sys.executable, "-m", "entrypoints.cli", "serve",
+    runnel = subprocess.Popen([sys.executable, "-m", "entrypoints.commands", "serve",
                                "--port", str(RUNNEL_PORT)], env=env, cwd=ROOT)
     try:
         for _ in range(300):

@@ -12,7 +12,7 @@ from adapters.memory.bus import MemoryWakeBus
 from adapters.memory.clock import FakeClock
 from adapters.memory.simulation import Simulation, simulation
 from adapters.memory.store import MemoryStreamStore
-from application.following import Frame, KeepaliveFrame, RecordFrame
+from application.follow_loop import Frame, KeepaliveFrame, RecordFrame
 from application.node import NodeSettings
 from application.service import RunnelService
 from domain.identifiers import StreamKey

@@ -3,7 +3,7 @@
 import pytest
 
 from adapters.memory.simulation import Simulation, simulation
-from application.following import LiveFrame
+from application.follow_loop import LiveFrame
 from domain.errors import StreamClosed
 from tests.application.support import ALICE, RUN, definition, key, next_non_keepalive
 

@@ -6,9 +6,9 @@ from collections.abc import AsyncIterable, AsyncIterator
 
 from adapters.memory.objects import MemoryObjectStore
 from adapters.memory.simulation import Simulation, simulation
-from application.deletion import HOLD_RECHECK_SECONDS, BodyDeleter, deletion_backoff_seconds
+from application.body_deletion import HOLD_RECHECK_SECONDS, BodyDeleter, deletion_backoff_seconds
 from application.node import NodeSettings
-from application.ports import ObjectEvidence
+from application.ports.objects import ObjectEvidence
 from domain.object_intent import ObjectIntent
 from tests.application.support import (
     ADMIN,
@@ -67,15 +67,15 @@ async def test_a_body_of_a_held_stream_waits_until_the_hold_is_released() -> Non
     clock = fake_clock(sim)
     intent = await pruned_object(sim)
     await sim.service.lifecycle.set_legal_hold(ADMIN, RUN, "s", True, "audit")
-    assert await sim.service.deleter.delete_once("w") == 0
+    assert await sim.service.body_deleter.delete_once("w") == 0
     clock.advance(HOLD_RECHECK_SECONDS)
-    assert await sim.service.deleter.delete_once("w") == 0
+    assert await sim.service.body_deleter.delete_once("w") == 0
     assert sim.ports.objects.keys("local") == [intent.object_key]
     assert sim.ports.deletions.queued() == [("local", intent.object_key)]
     await sim.service.lifecycle.set_legal_hold(ADMIN, RUN, "s", False, None)
-    assert await sim.service.deleter.delete_once("w") == 0  # not due before the recheck
+    assert await sim.service.body_deleter.delete_once("w") == 0  # not due before the recheck
     clock.advance(HOLD_RECHECK_SECONDS)
-    assert await sim.service.deleter.delete_once("w") == 1
+    assert await sim.service.body_deleter.delete_once("w") == 1
     assert sim.ports.objects.keys("local") == []
     assert sim.ports.deletions.queued() == []
 
@@ -106,9 +106,9 @@ async def test_a_claimed_deletion_is_taken_over_only_after_its_lease() -> None:
     lease = NodeSettings().delivery_lease_seconds
     claimed = await sim.ports.deletions.claim("dead-worker", clock.now(), lease, 10, "local")
     assert len(claimed) == 1 and claimed[0].stream == key()
-    assert await sim.service.deleter.delete_once("w") == 0
+    assert await sim.service.body_deleter.delete_once("w") == 0
     clock.advance(lease)
-    assert await sim.service.deleter.delete_once("w") == 1
+    assert await sim.service.body_deleter.delete_once("w") == 1
     assert sim.ports.objects.keys("local") == []
 
 
@@ -121,10 +121,10 @@ async def test_abort_under_legal_hold_keeps_the_body_until_the_hold_is_released(
     await sim.service.lifecycle.set_legal_hold(ADMIN, RUN, "s", True, "audit")
     await sim.service.objects.abort(ALICE, RUN, "s", intent.object_id)
     assert sim.ports.objects.keys("local") == [intent.object_key]
-    assert await sim.service.deleter.delete_once("w") == 0
+    assert await sim.service.body_deleter.delete_once("w") == 0
     await sim.service.lifecycle.set_legal_hold(ADMIN, RUN, "s", False, None)
     clock.advance(HOLD_RECHECK_SECONDS)
-    assert await sim.service.deleter.delete_once("w") == 1
+    assert await sim.service.body_deleter.delete_once("w") == 1
     assert sim.ports.objects.keys("local") == []
 
 

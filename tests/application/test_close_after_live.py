@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from adapters.memory.simulation import simulation
-from application.following import EndFrame, Frame, KeepaliveFrame, LiveFrame, RecordFrame
+from application.follow_loop import EndFrame, Frame, KeepaliveFrame, LiveFrame, RecordFrame
 from application.node import NodeSettings
-from application.ports import LiveChunk, Wake
+from application.ports.waking import LiveChunk, Wake
 from application.service import RunnelService
 from domain.errors import StreamClosed
 from tests.application.support import (

@@ -28,7 +28,7 @@ async def test_a_blocked_append_goes_through_when_a_consumer_acks_meanwhile() ->
         await asyncio.sleep(0)
     assert not blocked.done(), "with policy block a full stream must wait, not refuse"
     assert await head_of(sim) == 2
-    await sim.service.acks.ack(ALICE, RUN, "s", "ui", 1)
+    await sim.service.acknowledger.ack(ALICE, RUN, "s", "ui", 1)
     assert await asyncio.wait_for(blocked, FRAME_TIMEOUT) == (3,)
     assert sim.ports.bus.hub.reader_count == 0
 
@@ -51,10 +51,10 @@ async def test_a_blocked_append_keeps_waiting_through_wakes_that_free_nothing() 
     await append_numbers(sim, 1, 2)
     blocked = asyncio.create_task(append_numbers(sim, 3, 3))
     await eventually(lambda: sim.ports.bus.hub.reader_count == 1 or blocked.done())
-    await sim.service.acks.ack(ALICE, RUN, "s", "ui", 2)  # "audit" still holds everything
+    await sim.service.acknowledger.ack(ALICE, RUN, "s", "ui", 2)  # "audit" still holds everything
     for _ in range(10):
         await asyncio.sleep(0)
     assert not blocked.done()
-    await sim.service.acks.ack(ALICE, RUN, "s", "audit", 2)
+    await sim.service.acknowledger.ack(ALICE, RUN, "s", "audit", 2)
     assert await asyncio.wait_for(blocked, FRAME_TIMEOUT) == (3,)
 

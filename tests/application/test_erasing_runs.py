@@ -3,7 +3,7 @@
 import pytest
 
 from adapters.memory.simulation import Simulation, simulation
-from application.following import EndFrame
+from application.follow_loop import EndFrame
 from application.lifecycle import ErasureReport
 from domain.errors import Forbidden, NotFound, RunErased
 from domain.object_intent import IntentState

@@ -7,7 +7,7 @@ import weakref
 
 from adapters.fanout import DEADLINE_SLACK, WAKE_QUEUE_LIMIT, FanoutHub
 from adapters.memory.simulation import simulation
-from application.ports import LiveChunk, Wake
+from application.ports.waking import LiveChunk, Wake
 from tests.application.support import ALICE, RUN, append_numbers, key, make_stream, take_records
 
 

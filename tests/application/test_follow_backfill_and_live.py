@@ -5,7 +5,7 @@ from datetime import datetime
 
 from adapters.memory.simulation import simulation
 from application.node import NodeSettings
-from application.ports import RecordPage, RecordReader
+from application.ports.records import RecordPage, RecordReader
 from domain.identifiers import StreamKey
 from tests.application.support import (
     ALICE,

@@ -1,7 +1,7 @@
 """A follow ends once a closed stream is delivered, and resyncs when retention overtakes it."""
 
 from adapters.memory.simulation import simulation
-from application.following import EndFrame, RecordFrame, ResyncFrame
+from application.follow_loop import EndFrame, RecordFrame, ResyncFrame
 from application.node import NodeSettings
 from tests.application.support import (
     ALICE,

@@ -11,7 +11,7 @@ from adapters.memory.clock import FakeClock
 from adapters.memory.simulation import simulation
 from adapters.memory.subscription_leases import MemorySubscriptionLeases
 from application.node import NodeSettings
-from application.ports import RecordPage, RecordReader
+from application.ports.records import RecordPage, RecordReader
 from application.subscription_slots import SubscriptionSlots
 from domain.errors import CursorPruned, EgressDenied, FutureCursor, TooManySubscriptions
 from domain.identifiers import StreamKey

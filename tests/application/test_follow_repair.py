@@ -4,9 +4,9 @@ import asyncio
 import itertools
 
 from adapters.memory.simulation import simulation
-from application.following import Frame, KeepaliveFrame, LiveFrame, RecordFrame
+from application.follow_loop import Frame, KeepaliveFrame, LiveFrame, RecordFrame
 from application.node import NodeSettings
-from application.ports import LiveChunk, Wake
+from application.ports.waking import LiveChunk, Wake
 from tests.application.support import (
     ALICE,
     FRAME_TIMEOUT,

@@ -12,8 +12,8 @@ from datetime import timedelta
 from adapters.memory.clock import FakeClock
 from adapters.memory.revoked_tokens import MemoryRevokedTokens
 from adapters.memory.simulation import simulation
-from application.following import EndFrame
-from application.ports import Revocation
+from application.follow_loop import EndFrame
+from application.ports.access import Revocation
 from application.revocations import RevocationList
 from tests.application.support import (
     ALICE,

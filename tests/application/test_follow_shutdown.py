@@ -7,10 +7,10 @@ import asyncio
 import pytest
 
 from adapters.memory.simulation import simulation
+from application.follow_loop import EndFrame, RecordFrame
 from application.follower import Follower
-from application.following import EndFrame, RecordFrame
 from application.node import NodeSettings
-from application.ports import NodeDraining
+from application.ports.errors import NodeDraining
 from tests.application.support import (
     ALICE,
     RUN,

@@ -3,7 +3,7 @@ reason `token_expired` at the last sequence delivered, and nothing after it; a n
 from there loses and repeats nothing."""
 
 from adapters.memory.simulation import simulation
-from application.following import EndFrame, RecordFrame
+from application.follow_loop import EndFrame, RecordFrame
 from application.node import NodeSettings
 from tests.application.support import (
     ALICE,

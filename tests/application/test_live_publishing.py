@@ -1,8 +1,8 @@
 """Best-effort live chunks: stored nowhere, capped at 7000 bytes, numbered, live readers only."""
 
 from adapters.memory.simulation import simulation
-from application.following import LiveFrame, RecordFrame
-from application.ports import LiveChunk
+from application.follow_loop import LiveFrame, RecordFrame
+from application.ports.waking import LiveChunk
 from domain.live_chunk import LIVE_CHUNK_MAX_BYTES
 from domain.redaction import MASK
 from tests.application.support import (

@@ -66,7 +66,7 @@ async def test_an_expired_intent_gives_its_reservation_back() -> None:
     await make_stream(sim, credit={"max_total_bytes": 1000})
     await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(b"a" * 600, "a"))
     fake_clock(sim).advance(61)
-    assert await sim.service.reaper.reap_once() == 1
+    assert await sim.service.intent_reaper.reap_once() == 1
     await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(b"b" * 600, "b"))
 
 
@@ -109,7 +109,7 @@ async def test_an_object_commit_waits_for_credit_on_a_blocking_stream() -> None:
     commit = asyncio.ensure_future(sim.service.objects.commit(ALICE, RUN, "s", object_id))
     await asyncio.sleep(0.05)
     assert not commit.done()  # waiting, not refused at once
-    await sim.service.acks.ack(ALICE, RUN, "s", "ui", 2)
+    await sim.service.acknowledger.ack(ALICE, RUN, "s", "ui", 2)
     assert await asyncio.wait_for(commit, 5) == (3, True)
 
 

@@ -4,7 +4,7 @@ import pytest
 
 from adapters.memory.simulation import Simulation, simulation
 from application.node import NodeSettings
-from application.ports import ObjectRegionUnavailable
+from application.ports.errors import ObjectRegionUnavailable
 from application.views import record_envelope
 from domain.errors import (
     DigestMismatch,

@@ -47,9 +47,9 @@ async def test_a_body_nothing_owns_is_swept_once_past_the_grace_period() -> None
     await put_body(sim, stray)
     await put_body(sim, "not/a/runnel/key/shape")
     clock.advance(GRACE - 1)
-    assert await sim.service.orphans.sweep(REGIONS) == 0
+    assert await sim.service.orphan_sweeper.sweep(REGIONS) == 0
     clock.advance(1)
-    assert await sim.service.orphans.sweep(REGIONS) == 1
+    assert await sim.service.orphan_sweeper.sweep(REGIONS) == 1
     assert sim.ports.objects.keys("local") == ["not/a/runnel/key/shape"]
 
 
@@ -63,10 +63,10 @@ async def test_live_intents_and_retained_records_keep_their_bodies() -> None:
     pruned = await uploaded(sim, "pruned")
     await sim.service.objects.commit(ALICE, RUN, "s", pruned.object_id)
     clock.advance(GRACE)
-    assert await sim.service.orphans.sweep(REGIONS) == 0
+    assert await sim.service.orphan_sweeper.sweep(REGIONS) == 0
     await append_numbers(sim, 1, 2)
     await sim.service.retention.prune(key())  # both object records go; bodies queued
-    assert await sim.service.orphans.sweep(REGIONS) == 2  # even before the outbox runs
+    assert await sim.service.orphan_sweeper.sweep(REGIONS) == 2  # even before the outbox runs
     assert sim.ports.objects.keys("local") == [live.object_key]
 
 
@@ -80,8 +80,8 @@ async def test_nothing_is_swept_from_a_held_stream() -> None:
     await sim.service.lifecycle.set_legal_hold(ADMIN, RUN, "s", True, "audit")
     await sim.service.objects.abort(ALICE, RUN, "s", aborted.object_id)
     clock.advance(GRACE)
-    assert await sim.service.orphans.sweep(REGIONS) == 0
+    assert await sim.service.orphan_sweeper.sweep(REGIONS) == 0
     assert sorted(sim.ports.objects.keys("local")) == sorted([stray, aborted.object_key])
     await sim.service.lifecycle.set_legal_hold(ADMIN, RUN, "s", False, None)
-    assert await sim.service.orphans.sweep(REGIONS) == 2
+    assert await sim.service.orphan_sweeper.sweep(REGIONS) == 2
     assert sim.ports.objects.keys("local") == []

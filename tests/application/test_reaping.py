@@ -37,18 +37,18 @@ async def test_intents_past_their_deadline_expire_and_lose_their_bodies() -> Non
     prepared, _ = await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(b"x", "p"))
     ttl = NodeSettings().object_intent_ttl_seconds
     clock.advance(ttl - 1)
-    assert await sim.service.reaper.reap_once() == 0
+    assert await sim.service.intent_reaper.reap_once() == 0
     late = await uploaded(sim, "late", b"other")
     clock.advance(1)
-    assert await sim.service.reaper.reap_once() == 2
+    assert await sim.service.intent_reaper.reap_once() == 2
     assert await state_of(sim, early) is IntentState.EXPIRED
     assert await state_of(sim, prepared) is IntentState.EXPIRED
     assert await state_of(sim, late) is IntentState.UPLOADED
     assert sorted(sim.ports.deletions.queued()) == sorted([("local", early.object_key),
                                                      ("local", prepared.object_key)])
-    assert await sim.service.deleter.delete_once("w") == 2
+    assert await sim.service.body_deleter.delete_once("w") == 2
     assert sim.ports.objects.keys("local") == [late.object_key]
-    assert await sim.service.reaper.reap_once() == 0
+    assert await sim.service.intent_reaper.reap_once() == 0
 
 
 async def test_committed_intents_are_never_reaped() -> None:
@@ -57,7 +57,7 @@ async def test_committed_intents_are_never_reaped() -> None:
     intent = await uploaded(sim, "o1")
     await sim.service.objects.commit(ALICE, RUN, "s", intent.object_id)
     fake_clock(sim).advance(10**7)
-    assert await sim.service.reaper.reap_once() == 0
+    assert await sim.service.intent_reaper.reap_once() == 0
     assert await state_of(sim, intent) is IntentState.COMMITTED
     assert sim.ports.objects.keys("local") == [intent.object_key]
 
@@ -68,11 +68,11 @@ async def test_nothing_is_reaped_while_the_stream_is_held() -> None:
     intent = await uploaded(sim, "o1")
     await sim.service.lifecycle.set_legal_hold(ADMIN, RUN, "s", True, "audit")
     fake_clock(sim).advance(10**7)
-    assert await sim.service.reaper.reap_once() == 0
+    assert await sim.service.intent_reaper.reap_once() == 0
     assert await state_of(sim, intent) is IntentState.UPLOADED
     assert sim.ports.objects.keys("local") == [intent.object_key]
     assert sim.ports.deletions.queued() == []
     await sim.service.lifecycle.set_legal_hold(ADMIN, RUN, "s", False, None)
-    assert await sim.service.reaper.reap_once() == 1
-    assert await sim.service.deleter.delete_once("w") == 1
+    assert await sim.service.intent_reaper.reap_once() == 1
+    assert await sim.service.body_deleter.delete_once("w") == 1
     assert sim.ports.objects.keys("local") == []

@@ -4,7 +4,7 @@ record is its stream's next delivery."""
 import pytest
 
 from adapters.memory.simulation import Simulation, simulation
-from application.delivery import backoff_seconds
+from application.dispatching import backoff_seconds
 from application.node import NodeSettings
 from domain.errors import Forbidden, NotAnInputStream, NotFound, RunErased
 from domain.principal import Principal
@@ -69,7 +69,7 @@ async def test_each_redrive_is_shown_in_the_deliveries_view_newest_first() -> No
     ops = Principal("ops", ADMIN.tenant, ADMIN.scopes)
     second = await sim.service.redrive.redrive(ops, RUN, "s", [1, 2])
     assert (first.redriven, second.redriven, second.not_dead) == ((2,), (1,), (2,))
-    view = await sim.service.deliveries.report(ADMIN, RUN, "s")
+    view = await sim.service.delivery_inspection.report(ADMIN, RUN, "s")
     assert [(r.by, r.at, r.sequences) for r in view.redrives] == [
         ("ops", clock.now(), (1,)), (ADMIN.sub, then, (2,))]
     assert (view.pending, view.dead_letter_count) == (2, 0)
@@ -80,7 +80,7 @@ async def test_a_redrive_of_records_that_are_not_dead_changes_and_records_nothin
     await append_numbers(sim, 3, 3)
     report = await sim.service.redrive.redrive(ADMIN, RUN, "s", [2, 3, 40])
     assert (report.redriven, report.not_dead, report.dead_letter_count) == ((), (2, 3, 40), 1)
-    view = await sim.service.deliveries.report(ADMIN, RUN, "s")
+    view = await sim.service.delivery_inspection.report(ADMIN, RUN, "s")
     assert (list(view.redrives), view.pending, view.dead_letter_count) == ([], 1, 1)
 
 

@@ -4,7 +4,7 @@ for deletion."""
 import pytest
 
 from adapters.memory.simulation import Simulation, simulation
-from application.ports import Removed
+from application.ports.streams import Removed
 from domain.errors import CursorPruned
 from domain.identifiers import StreamKey
 from domain.stream import Stream
@@ -89,7 +89,7 @@ async def test_pruned_object_records_queue_their_bodies_for_the_deletion_worker(
         intent.object_id]
     assert sim.ports.deletions.queued() == [("local", intent.object_key)]
     assert sim.ports.objects.keys("local") == [intent.object_key]  # until the worker runs
-    assert await sim.service.deleter.delete_once("w") == 1
+    assert await sim.service.body_deleter.delete_once("w") == 1
     assert sim.ports.objects.keys("local") == []
     assert sim.ports.deletions.queued() == []
 

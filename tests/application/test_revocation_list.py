@@ -11,7 +11,7 @@ import pytest
 
 from adapters.memory.clock import FakeClock
 from adapters.memory.revoked_tokens import MemoryRevokedTokens
-from application.ports import Revocation
+from application.ports.access import Revocation
 from application.revocations import RevocationList
 
 DEADLINE_SECONDS = 30.0

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from application.ports import StoredRecord
+from application.ports.records import StoredRecord
 from domain.canonical_json import compact_json
 from domain.records import Draft, ObjectRef
 
@@ -89,7 +89,7 @@ def test_every_field_but_the_offset_is_compared(change: dict[str, Any]) -> None:
 
 def test_the_payload_is_parsed_once_and_not_compared() -> None:
     parsed, fresh = record(), record()
-    with mock.patch("application.ports.json.loads", wraps=json.loads) as loads:
+    with mock.patch("application.ports.records.json.loads", wraps=json.loads) as loads:
         first = parsed.payload
         assert parsed.payload is first and first == {"a": 1}
     assert loads.call_count == 1

@@ -20,9 +20,9 @@ import pytest
 
 from adapters.postgres.bus import LISTEN_APPLICATION_NAME
 from adapters.postgres.pool import DatabaseBounds, open_pool
-from application.ports import StoreUnavailable
-from entrypoints.settings import Settings
-from entrypoints.startup import StartupRefused, preflight
+from application.ports.errors import StoreUnavailable
+from entrypoints.composition.settings import Settings
+from entrypoints.composition.startup import StartupRefused, preflight
 from tests.chaos.cluster import Cluster, available
 from tests.chaos.test_faults import SECONDS
 from tests.chaos.test_pg_faults import report, resumed_after, serving

@@ -9,7 +9,7 @@ from collections import Counter
 from datetime import timedelta
 from uuid import uuid4
 
-from application.ports import DeliveryRedrive
+from application.ports.outboxes import DeliveryRedrive
 from domain.identifiers import StreamKey
 from tests.contracts.harness import StorageHarness
 from tests.contracts.storage_support import (

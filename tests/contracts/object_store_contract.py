@@ -12,7 +12,7 @@ from uuid import uuid4
 
 import pytest
 
-from application.ports import ObjectEvidence, ObjectStore
+from application.ports.objects import ObjectEvidence, ObjectStore
 from domain.errors import DigestMismatch, SizeMismatch
 
 BODY = b"0123456789abcdef" * 10_000  # 160 000 bytes: several chunks anywhere

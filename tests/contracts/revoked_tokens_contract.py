@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from uuid import uuid4
 
-from application.ports import Revocation, RevokedTokens
+from application.ports.access import Revocation, RevokedTokens
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -9,14 +9,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import uuid4
 
-from application.ports import (
-    BodyDeletion,
-    Delivery,
-    StoredRecord,
-    StreamSession,
-    Wake,
-    WakeSubscription,
-)
+from application.ports.outboxes import BodyDeletion, Delivery
+from application.ports.records import StoredRecord
+from application.ports.streams import StreamSession
+from application.ports.waking import Wake, WakeSubscription
 from domain.definition import build_definition
 from domain.identifiers import StreamKey
 from domain.object_intent import AuthorizationReceipt, ObjectIntent, ObjectPins

@@ -10,9 +10,7 @@ from uuid import uuid4
 
 import pytest
 
-from application.ports import (
-    StreamSession,
-)
+from application.ports.streams import StreamSession
 from domain.errors import NotFound
 from domain.identifiers import StreamKey
 from domain.object_intent import IntentState

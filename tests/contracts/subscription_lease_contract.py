@@ -11,7 +11,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from uuid import uuid4
 
-from application.ports import SubscriptionLeases
+from application.ports.access import SubscriptionLeases
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 LEASE = 30.0

@@ -6,7 +6,7 @@ from adapters.memory.backend import memory_backend
 from adapters.memory.objects import MemoryObjectStore
 from adapters.memory.outboxes import MemoryDeliveryOutbox
 from adapters.memory.store import MemoryStreamStore
-from application.ports import RevokedTokens, SubscriptionLeases
+from application.ports.access import RevokedTokens, SubscriptionLeases
 from domain.identifiers import StreamKey
 from tests.contracts.harness import StorageHarness
 from tests.contracts.object_store_contract import ObjectStoreContract

@@ -16,7 +16,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from adapters.s3 import S3Bounds, S3ObjectStore, S3RegionConfig
-from application.ports import ObjectStoreUnavailable
+from application.ports.errors import ObjectStoreUnavailable
 from domain.errors import DigestMismatch, SizeMismatch
 from tests.chaos.s3_proxy import FaultRates, S3FaultProxy
 from tests.contracts.object_store_contract import ObjectStoreContract

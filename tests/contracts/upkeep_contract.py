@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from application.ports import StorageUpkeep, UpkeepLimits
+from application.ports.upkeep import StorageUpkeep, UpkeepLimits
 from domain.identifiers import StreamKey
 from tests.contracts.harness import StorageHarness
 from tests.contracts.storage_support import HERE, append, created, new_intent, prune_in

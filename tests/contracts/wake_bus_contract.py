@@ -6,12 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from application.ports import (
-    LiveChunk,
-    LiveDraft,
-    Wake,
-    WakeSubscription,
-)
+from application.ports.waking import LiveChunk, LiveDraft, Wake, WakeSubscription
 from domain.identifiers import StreamKey
 from domain.records import draft_from_wire
 from tests.contracts.harness import StorageHarness

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from entrypoints.cli import build_parser
-from entrypoints.settings import Settings
-from entrypoints.startup import unknown_variables
+from entrypoints.commands.cli import build_parser
+from entrypoints.composition.settings import Settings
+from entrypoints.composition.startup import unknown_variables
 
 KIT = Path(__file__).parents[2] / "deploy" / "systemd"
 UNITS = ("runnel-serve.service", "runnel-worker.service")

@@ -12,8 +12,8 @@ from litestar.testing import TestClient
 from pydantic import BaseModel, SecretStr
 
 from domain.definition import CreditPins, PlacementPins, RetentionPins, StreamDefinition
+from entrypoints.composition.settings import Settings
 from entrypoints.http import create_app
-from entrypoints.settings import Settings
 
 STREAM = "/api/workflow-streams/runs/{run_id}/streams/{stream_id}"
 COMPOSITE = ("properties", "additionalProperties", "patternProperties", "oneOf", "anyOf",

@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from entrypoints.cli import DEV_TENANT, main
-from entrypoints.tokens import SIGNATURE_MISMATCH, mint_token, verify_token
+from entrypoints.auth.tokens import SIGNATURE_MISMATCH, mint_token, verify_token
+from entrypoints.commands.cli import DEV_TENANT, main
 from tests.http.server import RunnelServer
 
 REPO = Path(__file__).parents[2]
@@ -31,7 +31,7 @@ def clean_environment(**variables: str) -> dict[str, str]:
 
 
 def runnel(*args: str, cwd: Path = REPO, **variables: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "entrypoints.cli", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "entrypoints.commands", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=COMMAND_SECONDS,
                           env=clean_environment(PYTHONPATH=str(REPO), **variables))
 
@@ -194,7 +194,7 @@ def test_tail_into_head_exits_quietly(server: RunnelServer, data_dir: Path) -> N
                           ).status_code == 201
     assert httpx.post(f"{stream}/long/close", headers=headers).status_code == 200
     piped = subprocess.run(
-        ["bash", "-c", f"set -o pipefail; {sys.executable} -m entrypoints.cli tail piped long "
+        ["bash", "-c", f"set -o pipefail; {sys.executable} -m entrypoints.commands tail piped long "
                        f"--url {server.url} | head -n 1"],
         cwd=REPO, capture_output=True, text=True, timeout=COMMAND_SECONDS,
         env=clean_environment(RUNNEL_TOKEN=token))

@@ -15,7 +15,7 @@ import pytest_asyncio
 from adapters.memory.durable_streams import MemoryFacadeCatalog
 from adapters.postgres import open_postgres
 from adapters.postgres.durable_streams import PostgresFacadeCatalog
-from application.durable_catalog import FacadeCatalog, FacadeEntry
+from application.ports.durable_streams import FacadeCatalog, FacadeEntry
 from domain.producer_fencing import ProducerState
 from tests.pg import pg_dsn, pg_template  # noqa: F401  (fixtures)
 

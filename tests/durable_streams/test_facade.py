@@ -13,9 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from entrypoints.composition.settings import ConfigurationError, Settings
 from entrypoints.http.durable_streams import refuse_unsafe_binding
 from entrypoints.http.durable_streams.wire import offset_of
-from entrypoints.settings import ConfigurationError, Settings
 from tests.durable_streams.support import client, control, sse_events
 from tests.http.restart import RestartableServer, restartable_server
 from tests.http.server import bearer, token

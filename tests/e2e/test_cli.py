@@ -16,8 +16,8 @@ import httpx
 import psutil
 
 from domain.principal import Principal
-from entrypoints.settings import local_jwt_secret
-from entrypoints.tokens import verify_token
+from entrypoints.auth.tokens import verify_token
+from entrypoints.composition.settings import local_jwt_secret
 from tests.http.server import RunnelServer
 from tests.pg import create_database, drop_database, run_sync
 
@@ -25,7 +25,7 @@ REPO = Path(__file__).parents[2]
 
 
 def runnel(*args: str, env: dict[str, str]) -> str:
-    result = subprocess.run([sys.executable, "-m", "entrypoints.cli", *args],
+    result = subprocess.run([sys.executable, "-m", "entrypoints.commands", *args],
                             capture_output=True, text=True, check=True, cwd=REPO,
                             env={**os.environ, **env}, timeout=120)
     return result.stdout
@@ -76,7 +76,7 @@ def test_fence_and_unfence_record_the_regions_fence_and_count_its_epochs(
         assert runnel("fence", "us", env=env).startswith("region us fenced (epoch 2)")
         assert run_sync(lambda: fence_row(dsn, "us")) == (True, 2)
         assert run_sync(lambda: fence_row(dsn, "eu")) is None
-        refused = subprocess.run([sys.executable, "-m", "entrypoints.cli", "fence", "no/such"],
+        refused = subprocess.run([sys.executable, "-m", "entrypoints.commands", "fence", "no/such"],
                                  capture_output=True, text=True, cwd=REPO, timeout=120,
                                  env={**os.environ, **env})
         assert refused.returncode == 2 and "not a region name" in refused.stderr
@@ -142,7 +142,7 @@ def _banner_token(server: RunnelServer) -> str:
 
 
 def test_serve_refuses_the_memory_wait_service_on_postgres(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "entrypoints.cli", "serve", "--port", "0"],
+    result = subprocess.run([sys.executable, "-m", "entrypoints.commands", "serve", "--port", "0"],
                             capture_output=True, text=True, cwd=REPO, timeout=120,
                             env={**os.environ, "RUNNEL_DATA_DIR": str(tmp_path),
                                  "RUNNEL_STORAGE": "postgres", "RUNNEL_WAIT_SERVICE": "memory"})
@@ -160,7 +160,7 @@ def test_without_auto_migrate_serve_waits_for_runnel_migrate(tmp_path: Path) -> 
     try:
         env = {"RUNNEL_DATABASE_URL": dsn, "RUNNEL_DATA_DIR": str(tmp_path),
                "RUNNEL_STORAGE": "postgres", "RUNNEL_AUTO_MIGRATE": "false"}
-        refused = subprocess.run([sys.executable, "-m", "entrypoints.cli", "serve",
+        refused = subprocess.run([sys.executable, "-m", "entrypoints.commands", "serve",
                                   "--port", "0"], capture_output=True, text=True, cwd=REPO,
                                  timeout=120, env={**os.environ, **env})
         assert refused.returncode != 0
@@ -191,7 +191,7 @@ def test_migrate_refuses_a_database_migrated_by_a_newer_release(tmp_path: Path) 
         env = {"RUNNEL_DATABASE_URL": dsn, "RUNNEL_DATA_DIR": str(tmp_path)}
         runnel("migrate", env=env)
         run_sync(lambda: _record(dsn, "9999_from_the_future"))
-        result = subprocess.run([sys.executable, "-m", "entrypoints.cli", "migrate"],
+        result = subprocess.run([sys.executable, "-m", "entrypoints.commands", "migrate"],
                                 capture_output=True, text=True, cwd=REPO, timeout=120,
                                 env={**os.environ, **env})
         assert result.returncode == 2

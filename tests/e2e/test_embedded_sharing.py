@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from entrypoints.worker_host import READY
+from entrypoints.commands.worker import READY
 from tests.e2e.test_cli import embedded_postgres_running
 from tests.embedded_dirs import embedded_dir
 from tests.http.server import SECRET, RunnelServer, bearer, token
@@ -38,7 +38,7 @@ def environment(data_dir: Path) -> dict[str, str]:
 
 
 def runnel(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "entrypoints.cli", *args], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "entrypoints.commands", *args], cwd=REPO,
                           capture_output=True, text=True, timeout=COMMAND_SECONDS,
                           env=environment(data_dir))
 
@@ -98,7 +98,7 @@ def test_every_command_against_a_running_server_leaves_its_database_up(
     assert unfenced.returncode == 0, unfenced.stderr
     assert_serving(server, "unfence")
 
-    worker = subprocess.Popen([sys.executable, "-m", "entrypoints.cli", "worker"], cwd=REPO,
+    worker = subprocess.Popen([sys.executable, "-m", "entrypoints.commands", "worker"], cwd=REPO,
                               env=environment(data_dir), stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, text=True)
     try:
@@ -168,7 +168,7 @@ def test_a_killed_server_neither_pins_the_cluster_nor_breaks_the_next_start(
 def test_commands_started_at_once_on_a_fresh_directory_all_succeed_and_stop_it(
         embedded_dir: Path) -> None:
     data_dir = embedded_dir
-    started = [subprocess.Popen([sys.executable, "-m", "entrypoints.cli", "migrate"],
+    started = [subprocess.Popen([sys.executable, "-m", "entrypoints.commands", "migrate"],
                                 cwd=REPO, env=environment(data_dir), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True) for _ in range(3)]
     results = [process.communicate(timeout=COMMAND_SECONDS) for process in started]

@@ -17,7 +17,7 @@ import asyncpg
 import httpx
 import pytest
 
-from entrypoints.log_ids import LogIds
+from entrypoints.observability.log_ids import LogIds
 from tests.embedded_dirs import embedded_dir
 from tests.http.server import BANNER_START, SECRET, RunnelServer, bearer, running_server, token
 from tests.integration.worker_processes import start_worker

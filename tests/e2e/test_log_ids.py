@@ -10,7 +10,7 @@ import sys
 import httpx
 import pytest
 
-from entrypoints.log_ids import LogIds
+from entrypoints.observability.log_ids import LogIds
 from tests.http.server import SECRET, bearer, running_server, token
 
 RUN = "run-named-in-no-log"
@@ -32,7 +32,7 @@ def test_the_access_log_carries_pseudonyms_not_ids(
         assert missing.status_code == 404
     log = server.log.read_text()
     assert RUN not in log and STREAM not in log
-    cli = subprocess.run([sys.executable, "-m", "entrypoints.cli", "log-id", RUN, STREAM],
+    cli = subprocess.run([sys.executable, "-m", "entrypoints.commands", "log-id", RUN, STREAM],
                          env={**os.environ, "RUNNEL_JWT_SECRET": SECRET}, check=True,
                          capture_output=True, text=True)
     run_hash, stream_hash = cli.stdout.split()

@@ -52,7 +52,7 @@ async def clients(nodes: tuple[RunnelServer, RunnelServer]
 async def runnel(database: str, *args: str) -> str:
     """`runnel …` as an operator runs it, without blocking the producers meanwhile."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "entrypoints.cli", *args, cwd=REPO,
+        sys.executable, "-m", "entrypoints.commands", *args, cwd=REPO,
         env={**os.environ, "RUNNEL_DATABASE_URL": database},
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(process.communicate(), 120)

@@ -42,7 +42,7 @@ def pair(database: str, tmp_path_factory: pytest.TempPathFactory
 
 
 def revoke(database: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "entrypoints.cli", "revoke", *args],
+    return subprocess.run([sys.executable, "-m", "entrypoints.commands", "revoke", *args],
                           capture_output=True, text=True, cwd=REPO, timeout=120,
                           env={**os.environ, "RUNNEL_DATABASE_URL": database,
                                "RUNNEL_STORAGE": "postgres", "RUNNEL_JWT_SECRET": SECRET})

@@ -23,8 +23,9 @@ REPO = Path(__file__).parents[2]
 
 def _runnel(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     clean = {key: value for key, value in os.environ.items() if not key.startswith("RUNNEL_")}
-    return subprocess.run([sys.executable, "-m", "entrypoints.cli", *args], capture_output=True,
-                          text=True, cwd=REPO, timeout=120, env={**clean, **env})
+    return subprocess.run([sys.executable, "-m", "entrypoints.commands", *args],
+                          capture_output=True, text=True, cwd=REPO, timeout=120,
+                          env={**clean, **env})
 
 
 def _closed_port() -> int:
@@ -107,5 +108,5 @@ def test_config_lists_every_setting_with_its_source_and_hides_secrets(tmp_path: 
     assert rows["RUNNEL_REGION"] == ["RUNNEL_REGION", "eu", "local", "environment"]
     assert rows["RUNNEL_JWT_SECRET"] == ["RUNNEL_JWT_SECRET", "********", "-", "environment"]
     assert rows["RUNNEL_DB_STATEMENT_TIMEOUT_SECONDS"][1:] == ["15.0", "15.0", "default"]
-    from entrypoints.settings import Settings
+    from entrypoints.composition.settings import Settings
     assert len(rows) == len(Settings.model_fields)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from entrypoints.tokens import TokenPolicy, verify_token
+from entrypoints.auth.tokens import TokenPolicy, verify_token
 
 REPO = Path(__file__).parents[2]
 SECRET = "cli-token-secret-0123456789abcdef0123456789"
@@ -19,7 +19,7 @@ TOKEN_ARGS = ("token", "--tenant", "acme", "--sub", "ci", "--scopes", "streams:r
 
 
 def runnel(*args: str, env: dict[str, str], data_dir: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "entrypoints.cli", *args],
+    return subprocess.run([sys.executable, "-m", "entrypoints.commands", *args],
                           capture_output=True, text=True, cwd=REPO, timeout=120,
                           env={**os.environ, "RUNNEL_DATA_DIR": str(data_dir), **env})
 
@@ -48,7 +48,7 @@ def test_a_secret_under_32_bytes_is_refused_with_one_line(
 def test_a_short_local_secret_file_is_refused_with_one_line(tmp_path: Path) -> None:
     (tmp_path / "jwt-secret").write_text("short")
     env = {key: value for key, value in os.environ.items() if key != "RUNNEL_JWT_SECRET"}
-    result = subprocess.run([sys.executable, "-m", "entrypoints.cli", *TOKEN_ARGS],
+    result = subprocess.run([sys.executable, "-m", "entrypoints.commands", *TOKEN_ARGS],
                             capture_output=True, text=True, cwd=REPO, timeout=120,
                             env={**env, "RUNNEL_DATA_DIR": str(tmp_path)})
     assert_one_line_refusal(result, "jwt-secret: must be at least 32 bytes, not 5")

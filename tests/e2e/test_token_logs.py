@@ -9,7 +9,7 @@ import logging
 import httpx
 import pytest
 
-from entrypoints.token_redaction import RedactTokens, redact_tokens
+from entrypoints.auth.token_redaction import RedactTokens, redact_tokens
 from tests.http.server import bearer, running_server, token
 
 

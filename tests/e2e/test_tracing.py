@@ -17,11 +17,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import SecretStr
 
-from entrypoints import tracing, tracing_sdk
+from entrypoints.composition.settings import Settings
 from entrypoints.http import create_app
 from entrypoints.http.request_ids import RequestIds
-from entrypoints.log_ids import LogIds
-from entrypoints.settings import Settings
+from entrypoints.observability import tracing, tracing_sdk
+from entrypoints.observability.log_ids import LogIds
 from tests.http.server import bearer, running_server, token
 
 SECRET = "tracing-secret-0123456789abcdef0123456"

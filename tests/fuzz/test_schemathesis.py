@@ -35,8 +35,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from entrypoints.composition.settings import Settings
 from entrypoints.http import create_app
-from entrypoints.settings import Settings
 from tests.http.server import SECRET, RunnelServer, bearer, running_server, token
 from tests.pg import create_database, drop_database, pg_template, run_sync
 

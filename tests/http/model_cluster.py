@@ -29,10 +29,10 @@ from adapters.memory.objects import MemoryObjectStore
 from adapters.memory.workflow import MemoryWorkflowWaitService
 from application.views import API_PREFIX
 from domain.identifiers import StreamKey
-from entrypoints.container import NodeHost, compose
+from entrypoints.auth.tokens import mint_token
+from entrypoints.composition.container import NodeHost, compose
+from entrypoints.composition.settings import Settings
 from entrypoints.http import create_app
-from entrypoints.settings import Settings
-from entrypoints.tokens import mint_token
 
 JWT_SECRET = "api-model-secret-0123456789abcdef"
 REGIONS = ("eu", "us")

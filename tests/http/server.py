@@ -24,7 +24,7 @@ from typing import IO
 
 import httpx
 
-from entrypoints.tokens import mint_token
+from entrypoints.auth.tokens import mint_token
 
 SECRET = "http-tests-secret-0123456789abcdef0123456789"
 METRICS_TOKEN = "http-tests-metrics-token-0123456789abcdef"
@@ -55,7 +55,7 @@ class RunnelServer:
         merged = {**os.environ, "RUNNEL_JWT_SECRET": SECRET, "RUNNEL_DATA_DIR": str(data_dir),
                   "RUNNEL_PROCESSES": "1", "RUNNEL_METRICS_TOKEN": METRICS_TOKEN, **env}
         environment = {key: value for key, value in merged.items() if value is not None}
-        args = [sys.executable, "-m", "entrypoints.cli", "serve", "--port", "0", *extra_args]
+        args = [sys.executable, "-m", "entrypoints.commands", "serve", "--port", "0", *extra_args]
         if not workers:
             args.append("--no-workers")
         with log.open("w") as stderr:

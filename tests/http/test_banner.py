@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from entrypoints.cli import _banner
-from entrypoints.settings import Settings
-from entrypoints.tokens import verify_token
+from entrypoints.auth.tokens import verify_token
+from entrypoints.commands.cli import _banner
+from entrypoints.composition.settings import Settings
 
 SECRET = "banner-secret-0123456789abcdef0123456789abcdef"
 TOKEN_LINE = re.compile(r"export RUNNEL_TOKEN=(eyJ\S+)")

@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from domain.credit_ceilings import CreditCeilings
-from entrypoints.settings import Settings
+from entrypoints.composition.settings import Settings
 
 
 def test_the_ceilings_and_the_stream_cap_reach_the_node(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gc
 
-from entrypoints.collector import YOUNG_THRESHOLD, tune_for_serving
+from entrypoints.composition.collector import YOUNG_THRESHOLD, tune_for_serving
 
 
 def test_serving_freezes_start_up_and_widens_the_young_generation() -> None:

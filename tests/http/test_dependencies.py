@@ -13,10 +13,10 @@ from litestar.routes import HTTPRoute
 from pydantic import SecretStr
 
 from application.views import API_PREFIX
+from entrypoints.composition.settings import Settings
 from entrypoints.http import create_app
 from entrypoints.http.callers import Caller, Minter
 from entrypoints.http.durable_streams.handlers import PREFIX as FACADE_PREFIX
-from entrypoints.settings import Settings
 
 Route = tuple[str, str, Any, Any]
 

@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 
 from adapters.memory.simulation import simulation
 from domain.principal import Principal
-from entrypoints.http.sse import encoded_frames
-from entrypoints.http.sse_frames import FrameMemo
+from entrypoints.http.sse.frames import FrameMemo
+from entrypoints.http.sse.subscription import encoded_frames
 from tests.application.support import RUN, TENANT, append_numbers, make_stream
 
 READERS = 50

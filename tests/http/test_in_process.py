@@ -12,9 +12,9 @@ from litestar.testing import AsyncTestClient
 from pydantic import SecretStr
 
 from adapters.memory.store import MemoryStreamStore
-from entrypoints.container import Node, NodeHost
+from entrypoints.composition.container import Node, NodeHost
+from entrypoints.composition.settings import Settings
 from entrypoints.http import create_app
-from entrypoints.settings import Settings
 from tests.http.support import assert_problem
 
 

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 from domain.errors import Unauthenticated
-from entrypoints.jwks import CachedUrlKeys
-from entrypoints.tokens import TokenPolicy, TokenVerifier
+from entrypoints.auth.jwks import CachedUrlKeys
+from entrypoints.auth.tokens import TokenPolicy, TokenVerifier
 from tests.http.token_keys import Issuer, claims, ed25519_key, jwks, rsa_key
 
 POLICY = TokenPolicy(algorithms=("RS256", "EdDSA"))

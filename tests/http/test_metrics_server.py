@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from entrypoints.metrics_server import MAX_HEAD_BYTES, BoundPort, bind_metrics_port
+from entrypoints.observability.metrics_server import MAX_HEAD_BYTES, BoundPort, bind_metrics_port
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ import httpx
 from litestar.testing import AsyncTestClient
 from pydantic import SecretStr
 
+from entrypoints.composition.settings import Settings
 from entrypoints.http import create_app
-from entrypoints.settings import Settings
 from tests.http.server import METRICS, METRICS_TOKEN, RunnelServer
 from tests.http.support import append, create_stream
 from tests.metrics_text import Samples

@@ -10,9 +10,9 @@ import pytest
 from adapters.fs.objects import FilesystemObjectStore
 from adapters.memory.objects import MemoryObjectStore
 from adapters.s3 import S3ObjectStore
-from application.ports import ObjectRegionUnavailable
-from entrypoints.object_stores import open_object_store
-from entrypoints.settings import Settings
+from application.ports.errors import ObjectRegionUnavailable
+from entrypoints.composition.object_stores import open_object_store
+from entrypoints.composition.settings import Settings
 
 S3_REGIONS = {"eu": {"bucket": "runnel-eu", "endpoint_url": "http://127.0.0.1:9",
                      "access_key": "a", "secret_key": "s"},

@@ -149,9 +149,9 @@ def test_more_than_one_process_is_refused_where_state_lives_in_the_process(
     for env, flags, said in cases:
         merged = {**os.environ, "RUNNEL_DATA_DIR": str(tmp_path), **env}
         environment = {key: value for key, value in merged.items() if value is not None}
-        result = subprocess.run([sys.executable, "-m", "entrypoints.cli", "serve", "--port", "0",
-                                 *flags], env=environment, capture_output=True, text=True,
-                                timeout=GUARD_SECONDS)
+        result = subprocess.run([sys.executable, "-m", "entrypoints.commands", "serve",
+                                 "--port", "0", *flags], env=environment, capture_output=True,
+                                text=True, timeout=GUARD_SECONDS)
         assert result.returncode == 2, (env, flags, result.stderr)
         assert said in result.stderr, result.stderr
     assert not (tmp_path / "pgdata").exists()  # the embedded Postgres never booted

@@ -7,10 +7,10 @@ from datetime import datetime
 
 import pytest
 
-from application.ports import RecordPage
+from application.ports.records import RecordPage
 from domain.errors import NotFound
 from domain.identifiers import StreamKey
-from entrypoints.read_coalescing import CoalescingRecordReader
+from entrypoints.composition.read_coalescing import CoalescingRecordReader
 
 KEY = StreamKey("t", "run", "s")
 

@@ -87,7 +87,7 @@ async def test_only_an_admin_of_the_tenant_redrives_an_input_streams_dead_letter
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("RUNNEL_TOKEN", None)
-    return subprocess.run([sys.executable, "-m", "entrypoints.cli", *args], cwd=REPO, env=env,
+    return subprocess.run([sys.executable, "-m", "entrypoints.commands", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=GUARD_SECONDS)
 
 

@@ -14,13 +14,13 @@ import pytest
 from litestar.testing import AsyncTestClient
 from pydantic import SecretStr
 
-from entrypoints.container import NodeHost
+from entrypoints.auth.token_redaction import RedactTokens
+from entrypoints.composition.container import NodeHost
+from entrypoints.composition.settings import Settings
 from entrypoints.http import create_asgi_app
 from entrypoints.http.request_ids import accepted_request_id
-from entrypoints.log_format import JsonFormatter
-from entrypoints.log_ids import LogIds, ScrubIds
-from entrypoints.settings import Settings
-from entrypoints.token_redaction import RedactTokens
+from entrypoints.observability.log_format import JsonFormatter
+from entrypoints.observability.log_ids import LogIds, ScrubIds
 from tests.http.server import bearer, token
 from tests.http.support import assert_problem
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from entrypoints.settings import Settings
+from entrypoints.composition.settings import Settings
 from tests.http.conftest import ServerPool
 from tests.http.server import METRICS, METRICS_TOKEN, RunnelServer, bearer, token
 from tests.http.support import append, assert_problem, create_stream
@@ -49,7 +49,7 @@ async def test_without_a_metrics_token_the_api_port_serves_metrics_without_one(
     ("localhost", None, False), ("0.0.0.0", "m" * 32, False)])
 def test_serve_warns_when_open_metrics_face_more_than_loopback(
         host: str, token: str | None, warned: bool, caplog: pytest.LogCaptureFixture) -> None:
-    from entrypoints.cli import _warn_open_metrics
+    from entrypoints.commands.cli import _warn_open_metrics
 
     with caplog.at_level("WARNING", logger="runnel.config"):
         _warn_open_metrics(Settings(metrics_token=token), host)

@@ -16,7 +16,7 @@ import jwt
 import pytest
 
 from adapters.postgres.revoked_tokens import PostgresRevokedTokens
-from application.ports import Revocation
+from application.ports.access import Revocation
 from tests.http.conftest import ServerPool
 from tests.http.server import RunnelServer, bearer, token
 from tests.http.support import (

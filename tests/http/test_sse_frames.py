@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from litestar.response import ServerSentEventMessage
 
-from application.following import (
+from application.follow_loop import (
     EndFrame,
     Frame,
     KeepaliveFrame,
@@ -17,14 +17,15 @@ from application.following import (
     RecordFrame,
     ResyncFrame,
 )
-from application.ports import LiveChunk, StoredRecord
+from application.ports.records import StoredRecord
+from application.ports.waking import LiveChunk
 from application.views import record_envelope
 from domain.canonical_json import compact_text, wire_json
 from domain.errors import CursorPruned
 from domain.identifiers import StreamKey
 from domain.records import ObjectRef
 from entrypoints.http.problems import problem_body
-from entrypoints.http.sse_frames import FrameMemo, encode_frame
+from entrypoints.http.sse.frames import FrameMemo, encode_frame
 
 WHEN = datetime(2026, 1, 1, tzinfo=UTC)
 KEY = StreamKey("t", "run", "s")

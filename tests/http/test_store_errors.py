@@ -14,11 +14,11 @@ import asyncpg
 import pytest
 
 from adapters.postgres.pool import as_unavailable
-from application.following import Frame, KeepaliveFrame
-from application.ports import StoreFull, StoreUnavailable
+from application.follow_loop import Frame, KeepaliveFrame
+from application.ports.errors import StoreFull, StoreUnavailable
 from domain.identifiers import StreamKey
 from entrypoints.http.problems import classify, problem_body, problem_headers
-from entrypoints.http.sse import encoded_frames
+from entrypoints.http.sse.subscription import encoded_frames
 
 exceptions = asyncpg.exceptions
 

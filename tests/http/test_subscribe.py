@@ -10,9 +10,9 @@ import httpx
 from pydantic import SecretStr
 
 from domain.identifiers import StreamKey
-from entrypoints.container import open_node
-from entrypoints.metrics import Metrics
-from entrypoints.settings import Settings
+from entrypoints.composition.container import open_node
+from entrypoints.composition.settings import Settings
+from entrypoints.observability.metrics import Metrics
 from tests.http.server import SECRET, RunnelServer, token
 from tests.http.support import (
     GUARD_SECONDS,

@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from entrypoints.subscribe_tokens import SubscribeTokens
-from entrypoints.tokens import verify_token
+from entrypoints.auth.subscribe_tokens import SubscribeTokens
+from entrypoints.auth.tokens import verify_token
 from tests.http.server import SECRET, RunnelServer, bearer, token
 from tests.http.support import (
     append,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from entrypoints.tail import tail
+from entrypoints.commands.tail import tail
 from tests.http.server import RunnelServer, token
 from tests.http.support import GUARD_SECONDS, append, create_stream
 from tests.http.test_live import live_frames, subscribe
@@ -42,7 +42,7 @@ class Tail:
 @asynccontextmanager
 async def running_tail(server: RunnelServer, *args: str) -> AsyncIterator[Tail]:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "entrypoints.cli", "tail", *args, "--url", server.url,
+        sys.executable, "-m", "entrypoints.commands", "tail", *args, "--url", server.url,
         "--token", token(), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         cwd=ROOT)
     try:

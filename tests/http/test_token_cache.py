@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from domain.errors import Unauthenticated
 from domain.principal import Principal
-from entrypoints.token_cache import VerifiedTokens
-from entrypoints.tokens import LEEWAY_SECONDS
+from entrypoints.auth.token_cache import VerifiedTokens
+from entrypoints.auth.tokens import LEEWAY_SECONDS
 
 
 @dataclass

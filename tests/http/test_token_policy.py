@@ -10,9 +10,9 @@ import jwt
 import pytest
 
 from domain.errors import Unauthenticated
-from entrypoints.jwks import StaticKeys, parse_jwks
-from entrypoints.settings import ConfigurationError
-from entrypoints.tokens import TokenPolicy, TokenVerifier, mint_token, verify_token
+from entrypoints.auth.jwks import StaticKeys, parse_jwks
+from entrypoints.auth.tokens import TokenPolicy, TokenVerifier, mint_token, verify_token
+from entrypoints.composition.settings import ConfigurationError
 from tests.http.token_keys import (
     claims,
     ed25519_key,

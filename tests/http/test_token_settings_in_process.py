@@ -15,11 +15,11 @@ import jwt
 from litestar.testing import AsyncTestClient
 from pydantic import SecretStr
 
-from application.ports import Revocation
-from entrypoints.container import NodeHost
+from application.ports.access import Revocation
+from entrypoints.auth.tokens import mint_token
+from entrypoints.composition.container import NodeHost
+from entrypoints.composition.settings import Settings
 from entrypoints.http import create_app
-from entrypoints.settings import Settings
-from entrypoints.tokens import mint_token
 from tests.http.support import assert_problem
 from tests.http.test_auth import API_ROUTES
 from tests.http.token_keys import (

@@ -15,8 +15,8 @@ import pytest
 from pydantic import ValidationError
 
 from domain.errors import Unauthenticated
-from entrypoints.settings import ConfigurationError, Settings, local_jwt_secret
-from entrypoints.tokens import mint_token, verify_token
+from entrypoints.auth.tokens import mint_token, verify_token
+from entrypoints.composition.settings import ConfigurationError, Settings, local_jwt_secret
 
 SECRET = "unit-secret-0123456789abcdef0123456789abcdef"
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from entrypoints.composition.settings import Settings
 from entrypoints.http.connections import ConnectionBudget, ConnectionLimits
-from entrypoints.settings import Settings
 from tests.http.server import RunnelServer
 
 PROXY = "127.0.0.2"

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from entrypoints.settings import Settings
+from entrypoints.composition.settings import Settings
 from tests.integration.support import REPO
 
 WEBHOOK = {"wait_service": "webhook", "webhook_url": "http://127.0.0.1:9/hook"}
@@ -59,7 +59,7 @@ def test_the_worker_refuses_a_short_webhook_secret_in_one_line(tmp_path: Path) -
     env = {**os.environ, "RUNNEL_DATA_DIR": str(tmp_path), "RUNNEL_STORAGE": "postgres",
            "RUNNEL_WAIT_SERVICE": "webhook", "RUNNEL_WEBHOOK_URL": "http://127.0.0.1:9/hook",
            "RUNNEL_WEBHOOK_SECRET": secret}
-    result = subprocess.run([sys.executable, "-m", "entrypoints.cli", "worker"],
+    result = subprocess.run([sys.executable, "-m", "entrypoints.commands", "worker"],
                             capture_output=True, text=True, cwd=REPO, timeout=120, env=env)
     assert result.returncode == 2
     complaint = [line for line in result.stderr.splitlines() if "RUNNEL_WEBHOOK_SECRET" in line]

@@ -15,7 +15,7 @@ from adapters.clock import SystemClock
 from adapters.memory.objects import MemoryObjectStore
 from adapters.memory.workflow import MemoryWorkflowWaitService
 from adapters.postgres import PostgresAdapters
-from application.following import EndFrame, OpenFollow, RecordFrame
+from application.follow_loop import EndFrame, OpenFollow, RecordFrame
 from application.node import NodeSettings
 from application.service import RunnelService
 from domain.principal import Principal

@@ -139,7 +139,7 @@ async def test_the_event_log_the_store_writes_replays_to_the_snapshot_it_keeps(
         await service.definitions.create(WRITER, RUN, definition("s", consumers=["ui"]))
         for n in range(5):
             await service.appender.append(WRITER, RUN, "s", [{"payload": n}] * (n + 1))
-        await service.acks.ack(WRITER, RUN, "s", "ui", 4)
+        await service.acknowledger.ack(WRITER, RUN, "s", "ui", 4)
         await service.lifecycle.close(WRITER, RUN, "s")
         key = StreamKey(WRITER.tenant, RUN, "s")
         loaded = await adapters.store.load(key)

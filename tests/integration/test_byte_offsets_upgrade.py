@@ -115,7 +115,7 @@ async def test_credit_is_the_same_after_migration_0015_and_keeps_counting(
     try:
         service = service_on(adapters)
         create, append = service.definitions.create, service.appender.append
-        acks, retention = service.acks, service.retention
+        acks, retention = service.acknowledger, service.retention
         await create(WRITER, RUN, definition("acked-pruned", consumers=["ui", "audit"],
                                              retention={"max_records": 4}))
         await append(WRITER, RUN, "acked-pruned", payloads(1, 30, 7, 400, 5, 60, 8, 900))
@@ -158,16 +158,16 @@ async def test_credit_is_the_same_after_migration_0015_and_keeps_counting(
             assert loaded is not None
             assert (loaded.usage.unread_items, loaded.usage.unread_bytes) == before[name]
         # And on from there: acks inside the migrated window, prunes, appends.
-        await service.acks.ack(WRITER, RUN, "acked-pruned", "audit", 7)  # floor 6
+        await service.acknowledger.ack(WRITER, RUN, "acked-pruned", "audit", 7)  # floor 6
         assert (await usage(adapters, "acked-pruned")) == await sizes_above(
             pg_dsn, "acked-pruned", 6)
         await service.appender.append(WRITER, RUN, "unacked", payloads(44))
-        await service.acks.ack(WRITER, RUN, "unacked", "ui", 3)
+        await service.acknowledger.ack(WRITER, RUN, "unacked", "ui", 3)
         assert (await usage(adapters, "unacked")) == await sizes_above(pg_dsn, "unacked", 3)
         await service.appender.append(WRITER, RUN, "no-consumer", payloads(60))
         assert (await usage(adapters, "no-consumer")) == (0, 0)
         await service.appender.append(WRITER, RUN, "emptied", payloads(5, 55, 555))
-        await service.acks.ack(WRITER, RUN, "emptied", "ui", 4)
+        await service.acknowledger.ack(WRITER, RUN, "emptied", "ui", 4)
         assert (await usage(adapters, "emptied")) == await sizes_above(pg_dsn, "emptied", 4)
     finally:
         await adapters.close()
@@ -219,26 +219,26 @@ async def test_records_of_an_old_release_node_count_right_in_a_rolling_deploy(
         await service.definitions.create(WRITER, RUN, definition(
             "s", consumers=["ui", "audit"], credit={"max_unread_items": 100}))
         await service.appender.append(WRITER, RUN, "s", payloads(1, 20, 300))
-        await service.acks.ack(WRITER, RUN, "s", "ui", 3)
-        await service.acks.ack(WRITER, RUN, "s", "audit", 1)
+        await service.acknowledger.ack(WRITER, RUN, "s", "ui", 3)
+        await service.acknowledger.ack(WRITER, RUN, "s", "audit", 1)
         await append_as_the_release_before_offsets(pg_dsn, "s", 4, 50, 600)
         assert [offset for _, _, offset in await stored_offsets(pg_dsn, "s")][3:] == [None] * 3
 
         assert await usage(adapters, "s") == await sizes_above(pg_dsn, "s", 1)
-        await service.acks.ack(WRITER, RUN, "s", "audit", 4)  # into the old node's records
+        await service.acknowledger.ack(WRITER, RUN, "s", "audit", 4)  # into the old node's records
         assert await usage(adapters, "s") == await sizes_above(pg_dsn, "s", 3)
-        await service.acks.ack(WRITER, RUN, "s", "ui", 5)  # floor 4: audit's NULL-row offset
+        await service.acknowledger.ack(WRITER, RUN, "s", "ui", 5)  # floor 4: audit's NULL-row offset
         assert await usage(adapters, "s") == await sizes_above(pg_dsn, "s", 4)
         async with adapters.store.lock(key("s")) as session:  # through a NULL-offset record
             await prune_in(session, 5)
             await session.remove_records_through(5)
         assert await usage(adapters, "s") == await sizes_above(pg_dsn, "s", 5)
         await service.appender.append(WRITER, RUN, "s", payloads(7))
-        await service.acks.ack(WRITER, RUN, "s", "audit", 6)  # ui holds the floor at 5
+        await service.acknowledger.ack(WRITER, RUN, "s", "audit", 6)  # ui holds the floor at 5
         assert await usage(adapters, "s") == await sizes_above(pg_dsn, "s", 5)
-        await service.acks.ack(WRITER, RUN, "s", "ui", 7)
+        await service.acknowledger.ack(WRITER, RUN, "s", "ui", 7)
         assert await usage(adapters, "s") == await sizes_above(pg_dsn, "s", 6)
-        await service.acks.ack(WRITER, RUN, "s", "audit", 7)
+        await service.acknowledger.ack(WRITER, RUN, "s", "audit", 7)
         assert await usage(adapters, "s") == (0, 0)
     finally:
         await adapters.close()
@@ -251,19 +251,19 @@ async def test_old_release_records_after_everything_was_pruned_count_right(
         service = service_on(adapters)
         await service.definitions.create(WRITER, RUN, definition("s", consumers=["ui"]))
         await service.appender.append(WRITER, RUN, "s", payloads(8, 80))
-        await service.acks.ack(WRITER, RUN, "s", "ui", 2)
+        await service.acknowledger.ack(WRITER, RUN, "s", "ui", 2)
         async with adapters.store.lock(key("s")) as session:
             await prune_in(session, 2)
             await session.remove_records_through(2)
         # No record with an offset is left to anchor the old node's records.
         await append_as_the_release_before_offsets(pg_dsn, "s", 3, 333)
         assert await usage(adapters, "s") == await sizes_above(pg_dsn, "s", 2)
-        await service.acks.ack(WRITER, RUN, "s", "ui", 3)
+        await service.acknowledger.ack(WRITER, RUN, "s", "ui", 3)
         assert await usage(adapters, "s") == await sizes_above(pg_dsn, "s", 3)
         await service.appender.append(WRITER, RUN, "s", payloads(9, 99))
-        await service.acks.ack(WRITER, RUN, "s", "ui", 5)
+        await service.acknowledger.ack(WRITER, RUN, "s", "ui", 5)
         assert await usage(adapters, "s") == await sizes_above(pg_dsn, "s", 5)
-        await service.acks.ack(WRITER, RUN, "s", "ui", 6)
+        await service.acknowledger.ack(WRITER, RUN, "s", "ui", 6)
         assert await usage(adapters, "s") == (0, 0)
     finally:
         await adapters.close()

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from adapters.postgres import PostgresAdapters, open_postgres
 from application.node import NodeSettings
-from application.ports import LiveChunk, LiveDraft
+from application.ports.waking import LiveChunk, LiveDraft
 from tests.application.test_close_after_live import Nodes, close_race, steps
 from tests.contracts.storage_support import WAKE_TIMEOUT, created
 from tests.contracts.wake_bus_contract import chunks_until_closed

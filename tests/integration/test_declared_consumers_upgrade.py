@@ -57,7 +57,7 @@ async def test_a_squatted_stream_takes_appends_again_after_the_upgrade(
         await service.definitions.create(WRITER, RUN, definition(
             "s", consumers=["ui"], credit={"max_unread_items": 3}))
         await service.appender.append(WRITER, RUN, "s", [{"payload": n} for n in range(3)])
-        await service.acks.ack(WRITER, RUN, "s", "ui", 3)
+        await service.acknowledger.ack(WRITER, RUN, "s", "ui", 3)
     finally:
         await before.close()
     await _as_version_one(pg_dsn)

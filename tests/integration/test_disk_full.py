@@ -18,8 +18,9 @@ import asyncpg
 import pytest
 
 from adapters.postgres import PostgresAdapters, open_postgres
-from adapters.postgres.unit_of_work import PostgresSession
-from application.ports import StoredRecord, StoreFull
+from adapters.postgres.group_commit.unit_of_work import PostgresSession
+from application.ports.errors import StoreFull
+from application.ports.records import StoredRecord
 from domain.definition import build_definition
 from domain.identifiers import StreamKey
 from domain.records import draft_from_wire

@@ -17,8 +17,8 @@ import asyncpg
 import pytest
 
 from adapters.postgres import PostgresAdapters, open_postgres
-from adapters.postgres.group_units import NestedUnitOfWork
-from application.ports import StoreUnavailable
+from adapters.postgres.group_commit.units import NestedUnitOfWork
+from application.ports.errors import StoreUnavailable
 from domain.definition import build_definition
 from domain.errors import InvalidRecord
 from domain.identifiers import StreamKey
@@ -54,8 +54,8 @@ async def stream(adapters: PostgresAdapters, stream_id: str) -> StreamKey:
 async def append(adapters: PostgresAdapters, key: StreamKey, item: dict[str, Any],
                  then: Exception | None = None) -> int:
     """One unit of work appending one record; raises `then` after staging it."""
-    from adapters.postgres.unit_of_work import PostgresSession  # noqa: F401  (type only)
-    from application.ports import StoredRecord
+    from adapters.postgres.group_commit.unit_of_work import PostgresSession  # noqa: F401  (type only)
+    from application.ports.records import StoredRecord
 
     async with adapters.store.lock(key) as session:
         keys = [item["idempotency_key"]] if "idempotency_key" in item else []

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from adapters.postgres import DatabaseBounds, PostgresAdapters, open_postgres
-from application.ports import StoreUnavailable
+from application.ports.errors import StoreUnavailable
 from tests.integration.blackhole_proxy import BlackholeProxy
 from tests.integration.support import DEADLINE, RUN, WRITER, definition, service_on
 from tests.pg import pg_dsn, pg_template  # noqa: F401  (fixtures)

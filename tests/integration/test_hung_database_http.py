@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from entrypoints.settings import Settings
+from entrypoints.composition.settings import Settings
 from tests.http.server import RunnelServer, bearer, token
 from tests.http.support import assert_problem
 from tests.integration.blackhole_proxy import ProxyThread

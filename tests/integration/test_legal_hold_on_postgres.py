@@ -12,7 +12,7 @@ from adapters.memory.clock import FakeClock
 from adapters.memory.objects import MemoryObjectStore
 from adapters.memory.workflow import MemoryWorkflowWaitService
 from adapters.postgres import open_postgres
-from application.deletion import HOLD_RECHECK_SECONDS
+from application.body_deletion import HOLD_RECHECK_SECONDS
 from application.node import NodeSettings
 from application.service import RunnelService
 from domain.object_intent import IntentState, ObjectPins
@@ -58,23 +58,23 @@ async def test_a_hold_stops_pruning_reaping_and_deleting_until_released(
         await service.lifecycle.set_legal_hold(ADMIN, RUN, "s", True, "audit")
         clock.advance(TTL + 1)
         assert await service.retention.prune_all() == 0
-        assert await service.reaper.reap_once() == 0
-        assert await service.deleter.delete_once("w") == 0
+        assert await service.intent_reaper.reap_once() == 0
+        assert await service.body_deleter.delete_once("w") == 0
         clock.advance(HOLD_RECHECK_SECONDS)
-        assert await service.deleter.delete_once("w") == 0
+        assert await service.body_deleter.delete_once("w") == 0
         assert sorted(objects.keys("local")) == sorted([kept.object_key, stale.object_key])
         result = await service.reading.read(WRITER, RUN, "s", after=1)
         assert [record.payload for record in result.page.records] == ["newer", "newest"]
 
         await service.lifecycle.set_legal_hold(ADMIN, RUN, "s", False, None)
         assert await service.retention.prune_all() == 1
-        assert await service.reaper.reap_once() == 2
+        assert await service.intent_reaper.reap_once() == 2
         clock.advance(HOLD_RECHECK_SECONDS)
         # kept (pruned record), stale (uploaded) and late (never uploaded: nothing to find)
-        assert await service.deleter.delete_once("w") == 3
+        assert await service.body_deleter.delete_once("w") == 3
         assert objects.keys("local") == []
         expired = await adapters.store.load_intent(stale.stream_key, stale.object_id)
         assert expired is not None and expired.current_state is IntentState.EXPIRED
-        assert await service.deleter.delete_once("w") == 0
+        assert await service.body_deleter.delete_once("w") == 0
     finally:
         await adapters.close()

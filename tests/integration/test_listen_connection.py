@@ -19,7 +19,7 @@ import pytest
 from adapters.postgres import PostgresAdapters, open_postgres
 from adapters.postgres.bus import LISTEN_APPLICATION_NAME, ListenSettings
 from application.node import NodeSettings
-from application.ports import LiveChunk, LiveDraft, Wake
+from application.ports.waking import LiveChunk, LiveDraft, Wake
 from domain.identifiers import StreamKey
 from tests.integration.blackhole_proxy import BlackholeProxy
 from tests.integration.support import (

@@ -10,7 +10,7 @@ import pytest
 import pytest_asyncio
 
 from adapters.postgres import PostgresAdapters, open_postgres
-from application.ports import LiveChunk, LiveDraft, WakeSubscription
+from application.ports.waking import LiveChunk, LiveDraft, WakeSubscription
 from domain.identifiers import StreamKey
 from tests.integration.support import DEADLINE, RUN, TENANT
 from tests.pg import pg_dsn, pg_template  # noqa: F401  (fixtures)

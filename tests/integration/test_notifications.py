@@ -12,7 +12,8 @@ from adapters.postgres.notifications import (
     encode_wake,
     split_payload,
 )
-from application.ports import LiveChunk, StoredRecord, Wake
+from application.ports.records import StoredRecord
+from application.ports.waking import LiveChunk, Wake
 from domain.canonical_json import compact_text
 from domain.identifiers import StreamKey
 from domain.records import ObjectRef

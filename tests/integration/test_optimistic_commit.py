@@ -15,8 +15,8 @@ import asyncpg
 import pytest
 
 from adapters.postgres import PostgresAdapters, open_postgres
-from adapters.postgres.group_units import NestedUnitOfWork, StoreClosed
-from application.ports import StreamSession
+from adapters.postgres.group_commit.units import NestedUnitOfWork, StoreClosed
+from application.ports.streams import StreamSession
 from application.service import RunnelService
 from domain.errors import Backpressure
 from domain.identifiers import RunKey
@@ -76,7 +76,7 @@ async def test_a_refusal_decided_on_a_stale_state_is_not_answered(
     with pytest.raises(Backpressure):  # decided on the current state: a true refusal
         await a.appender.append(WRITER, RUN, "s", [{"payload": 3}])
 
-    await b.acks.ack(WRITER, RUN, "s", "c", 2)  # the other process frees the credit
+    await b.acknowledger.ack(WRITER, RUN, "s", "c", 2)  # the other process frees the credit
 
     # The first process still holds the full window; the commit finds it changed.
     assert (await a.appender.append(WRITER, RUN, "s", [{"payload": 3}])).sequences == (3,)

@@ -14,9 +14,9 @@ import pytest
 from adapters.memory.clock import FakeClock
 from adapters.memory.objects import MemoryObjectStore
 from adapters.postgres import PostgresAdapters, open_postgres
-from application.delivery import MAX_BACKOFF_SECONDS
+from application.dispatching import MAX_BACKOFF_SECONDS
 from application.node import NodeSettings
-from application.ports import InputEvent
+from application.ports.outboxes import InputEvent
 from application.service import RunnelService
 from tests.integration.support import RUN, WRITER, definition, service_on
 from tests.pg import pg_dsn, pg_template  # noqa: F401  (fixtures)

@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry
 from adapters.postgres import PostgresAdapters, open_postgres
 from adapters.postgres.fences import fence_region, unfence_region
 from domain.errors import RegionFenced
-from entrypoints.postgres_metrics import PostgresMetrics
+from entrypoints.observability.postgres_metrics import PostgresMetrics
 from tests.integration.support import DEADLINE, RUN, WRITER, definition, service_on
 from tests.pg import pg_adapters, pg_dsn, pg_template  # noqa: F401  (fixtures)
 
@@ -186,7 +186,7 @@ async def test_a_lagging_consumer_shows_in_the_lag_gauges_until_it_acks(
     assert await scraped.value("runnel_consumers_lagging", at_least="1") == 2
     assert await scraped.value("runnel_consumers_lagging", at_least="100") == 2
     assert await scraped.value("runnel_consumers_lagging", at_least="10000") == 0
-    await service.acks.ack(WRITER, RUN, "s", "ui", 100)
+    await service.acknowledger.ack(WRITER, RUN, "s", "ui", 100)
     assert await scraped.value("runnel_consumer_lag_sum") == 200
     assert await scraped.value("runnel_consumers_lagging", at_least="100") == 1
     await service.lifecycle.close(WRITER, RUN, "s")

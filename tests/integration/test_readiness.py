@@ -9,8 +9,8 @@ import asyncpg
 import pytest
 from pydantic import SecretStr
 
-from entrypoints.backend import NodeUnready, open_backend
-from entrypoints.settings import Settings
+from entrypoints.composition.backend import NodeUnready, open_backend
+from entrypoints.composition.settings import Settings
 from tests.integration.blackhole_proxy import BlackholeProxy
 from tests.integration.support import DEADLINE
 from tests.pg import pg_dsn, pg_template  # noqa: F401  (fixtures)

@@ -18,7 +18,7 @@ import pytest
 from adapters.postgres import PostgresAdapters, open_postgres
 from adapters.postgres.fences import fence_of, fence_region, unfence_region
 from application.node import NodeSettings
-from application.ports import StreamSession
+from application.ports.streams import StreamSession
 from application.service import RunnelService
 from domain.errors import RegionFenced
 from domain.identifiers import RunKey
@@ -120,7 +120,7 @@ async def test_a_locked_group_of_a_fenced_region_stores_nothing(
     with pytest.raises(RegionFenced):
         await append(service, 2)
     with pytest.raises(RegionFenced):
-        await service.acks.ack(WRITER, RUN, "s", "ui", 1)
+        await service.acknowledger.ack(WRITER, RUN, "s", "ui", 1)
     with pytest.raises(RegionFenced):
         async with us.store.lock(KEY) as session:  # the port's `lock()`: the caller's body
             session.stream.close()
@@ -133,7 +133,7 @@ async def test_a_locked_group_of_a_fenced_region_stores_nothing(
 
     await unfence_region(admin, "us")
     assert await append(service, 3) == (2,)
-    assert await service.acks.ack(WRITER, RUN, "s", "ui", 2) is not None
+    assert await service.acknowledger.ack(WRITER, RUN, "s", "ui", 2) is not None
 
 
 async def test_a_group_in_flight_when_the_fence_is_recorded_is_stopped_at_its_commit(

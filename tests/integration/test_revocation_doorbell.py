@@ -12,7 +12,7 @@ import asyncpg
 import pytest
 
 from adapters.postgres import PostgresAdapters, open_postgres
-from application.ports import Revocation
+from application.ports.access import Revocation
 from tests.pg import pg_dsn, pg_template  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.postgres

@@ -14,7 +14,7 @@ from adapters.postgres import PostgresAdapters, open_postgres
 from adapters.postgres.ids import stream_id
 from application.maintenance import UpkeepSettings
 from application.node import NodeSettings
-from application.ports import UpkeepPass
+from application.ports.upkeep import UpkeepPass
 from application.service import RunnelService
 from domain.identifiers import StreamKey
 from domain.principal import Principal

@@ -14,7 +14,7 @@ import pytest
 
 from adapters.postgres import PostgresAdapters, open_postgres
 from application.node import NodeSettings
-from application.ports import StoreUnavailable
+from application.ports.errors import StoreUnavailable
 from application.store_budget import store_budget
 from domain.identifiers import StreamKey
 from tests.integration.blackhole_proxy import BlackholeProxy
@@ -87,7 +87,7 @@ async def test_a_blocked_append_waiting_for_an_ack_longer_than_the_budget_still_
                                                               [{"payload": 3}]))
         await asyncio.sleep(1.0)  # waiting for credit, past the budget
         assert not blocked.done()
-        await service.acks.ack(WRITER, RUN, "s", "ui", 1)
+        await service.acknowledger.ack(WRITER, RUN, "s", "ui", 1)
         assert (await asyncio.wait_for(blocked, DEADLINE)).sequences == (3,)
     finally:
         await adapters.close()

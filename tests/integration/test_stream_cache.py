@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from pydantic import BaseModel
 
 from adapters.postgres import open_postgres
-from adapters.postgres.stream_cache import clone
+from adapters.postgres.group_commit.stream_cache import clone
 from domain.definition import build_definition
 from domain.identifiers import StreamKey
 from domain.stream import Stream

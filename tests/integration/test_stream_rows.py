@@ -25,7 +25,7 @@ async def test_another_process_loads_the_same_unread_window(pg_dsn: str) -> None
         payloads = ["a", "b" * 10, {"x": [1, 2, 3]}, "d" * 100, 5]
         for payload in payloads:
             await a.appender.append(WRITER, RUN, "s", [{"payload": payload}])
-        await a.acks.ack(WRITER, RUN, "s", "c", 2)
+        await a.acknowledger.ack(WRITER, RUN, "s", "c", 2)
         key = StreamKey(WRITER.tenant, RUN, "s")
         sizes = {r.sequence: r.size for r in (await writer.reader.read_page(key, 0, 10)).records}
         held = await writer.store.load(key)
@@ -35,7 +35,7 @@ async def test_another_process_loads_the_same_unread_window(pg_dsn: str) -> None
         assert (loaded.unread_floor, loaded.usage.unread_items) == (2, 3)
         assert loaded.unread_bytes == sizes[3] + sizes[4] + sizes[5]
 
-        await b.acks.ack(WRITER, RUN, "s", "c", 4)  # decided by the process that loaded it
+        await b.acknowledger.ack(WRITER, RUN, "s", "c", 4)  # decided by the process that loaded it
         after = await reader.store.load(key)
         assert after is not None
         assert (after.unread_floor, after.usage.unread_items) == (4, 1)

@@ -69,7 +69,7 @@ async def append_ack_append(dsn: str) -> None:
         await service.definitions.create(WRITER, RUN, definition(
             "s", consumers=["ui"], credit={"max_unread_items": 3}))
         first = await service.appender.append(WRITER, RUN, "s", [{"payload": n} for n in range(3)])
-        await service.acks.ack(WRITER, RUN, "s", "ui", 3)
+        await service.acknowledger.ack(WRITER, RUN, "s", "ui", 3)
         again = await service.appender.append(WRITER, RUN, "s",
                                               [{"payload": n} for n in range(3, 6)])
         assert (first.sequences, again.sequences) == ((1, 2, 3), (4, 5, 6))

@@ -11,8 +11,8 @@ import asyncpg
 import pytest
 
 from adapters.postgres.leadership import UPKEEP_LOCK_CLASS, PostgresLeadership
-from entrypoints.metrics import Metrics
-from entrypoints.workers import Worker, every, led
+from entrypoints.composition.workers import Worker, every, led
+from entrypoints.observability.metrics import Metrics
 from tests.pg import pg_dsn, pg_template  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.postgres

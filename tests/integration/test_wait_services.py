@@ -17,9 +17,9 @@ from adapters.memory.simulation import Simulation, simulation
 from adapters.postgres import open_postgres
 from adapters.postgres.wait_notify import PostgresNotifyWaitService
 from adapters.webhook import WebhookRejected, WebhookWaitService
-from application.delivery import InputDispatcher, backoff_seconds
+from application.dispatching import InputDispatcher, backoff_seconds
 from application.node import NodeSettings
-from application.ports import InputEvent
+from application.ports.outboxes import InputEvent
 from domain.identifiers import StreamKey, input_event_id
 from domain.principal import Principal
 from tests.application.support import (

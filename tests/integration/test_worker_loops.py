@@ -9,8 +9,8 @@ import time
 import pytest
 
 from domain.errors import RegionFenced
-from entrypoints.metrics import Metrics
-from entrypoints.workers import Worker, every, led
+from entrypoints.composition.workers import Worker, every, led
+from entrypoints.observability.metrics import Metrics
 
 GUARD_SECONDS = 10.0  # only a guard against a hanging test; no test asserts on time
 

@@ -93,7 +93,7 @@ async def test_a_metrics_port_that_is_taken_refuses_the_start_in_one_line(
         env = {"RUNNEL_DATABASE_URL": pg_dsn, "RUNNEL_DATA_DIR": str(tmp_path),
                "RUNNEL_STORAGE": "postgres", "RUNNEL_WORKER_METRICS_PORT": str(port)}
         child = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "entrypoints.cli", "worker", cwd=REPO,
+            sys.executable, "-m", "entrypoints.commands", "worker", cwd=REPO,
             env={**os.environ, **env}, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE)
         out, err = await asyncio.wait_for(child.communicate(), DEADLINE)

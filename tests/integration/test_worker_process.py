@@ -17,7 +17,7 @@ from application.node import NodeSettings
 from domain.identifiers import StreamKey, input_event_id
 from domain.object_intent import IntentState, ObjectPins
 from domain.principal import Principal
-from entrypoints.object_stores import OBJECTS_DIR
+from entrypoints.composition.object_stores import OBJECTS_DIR
 from tests.integration.support import DEADLINE, RUN, WRITER, definition, service_on
 from tests.integration.webhook_receiver import Receiver, receiver  # noqa: F401  (fixture)
 from tests.integration.worker_processes import eventually, start_worker

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from entrypoints.worker_host import READY
+from entrypoints.commands.worker import READY
 from tests.integration.support import DEADLINE, REPO
 
 
@@ -36,7 +36,7 @@ async def start_worker(dsn: str, data_dir: Path, **settings: str) -> asyncio.sub
     log = data_dir / "worker.log"
     with log.open("w") as stderr:
         child = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "entrypoints.cli", "worker", cwd=REPO, env=env,
+            sys.executable, "-m", "entrypoints.commands", "worker", cwd=REPO, env=env,
             stdout=asyncio.subprocess.PIPE, stderr=stderr)
     assert child.stdout is not None
     line = await asyncio.wait_for(child.stdout.readline(), DEADLINE)

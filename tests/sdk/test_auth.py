@@ -19,7 +19,7 @@ from runnel_client import (
     Unauthenticated,
 )
 
-from entrypoints.tokens import mint_token
+from entrypoints.auth.tokens import mint_token
 from tests.http.server import SECRET, RunnelServer, bearer, token
 from tests.http.support import GUARD_SECONDS
 from tests.sdk.support import Collector

@@ -15,9 +15,9 @@ from runnel_client.errors import Unauthenticated
 from runnel_client.following import Refused, StreamEnded, Unavailable, backoff
 
 from domain.identifiers import StreamKey
-from entrypoints.container import open_node
-from entrypoints.metrics import Metrics
-from entrypoints.settings import Settings
+from entrypoints.composition.container import open_node
+from entrypoints.composition.settings import Settings
+from entrypoints.observability.metrics import Metrics
 from tests.http.restart import RestartableServer, restartable_server
 from tests.http.server import SECRET, RunnelServer, token
 from tests.sdk.support import Collector

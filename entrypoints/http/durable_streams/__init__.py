@@ -1,6 +1,6 @@
 """The Durable Streams protocol as a second face over the same streams (ADR 0041):
 `/v1/stream/{path}` beside the native API, answering as the protocol says. Cross-origin
-access is the native API's, decided in one place (`entrypoints/cors.py`, ADR 0062): a
+access is the native API's, decided in one place (`entrypoints/http/cors.py`, ADR 0062): a
 preflight never reaches `dispatch`."""
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from litestar import Request, Response, route
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 
-from application.durable_streams import DurableStreams
+from application.durable_streams.facade import DurableStreams
 from application.service import RunnelService
 from domain.principal import Principal, Scope
+from entrypoints.composition.settings import ConfigurationError, Settings
 from entrypoints.http.auth import Authenticator
 from entrypoints.http.durable_streams.handlers import PREFIX, Facade, facade_error
 from entrypoints.http.problems import problem_response
-from entrypoints.settings import ConfigurationError, Settings
 
 log = logging.getLogger("runnel.durable_streams")
 

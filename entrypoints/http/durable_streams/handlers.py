@@ -11,14 +11,14 @@ from typing import Any
 from litestar import Request, Response
 from litestar.response import Stream
 
-from application.durable_catalog import (
+from application.durable_streams.facade import DurableStreams, StreamConfig
+from application.ports.durable_streams import (
     FacadeEntry,
     ForkRefused,
     PathInUse,
     StreamGone,
     WriterSeqRegression,
 )
-from application.durable_streams import DurableStreams, StreamConfig
 from domain.errors import NotFound
 from domain.media_type import is_media_type
 from domain.principal import Principal

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from litestar import Response
 
-from application.durable_catalog import FacadeEntry
-from application.ports import RecordPage, StoredRecord
+from application.ports.durable_streams import FacadeEntry
+from application.ports.records import RecordPage, StoredRecord
 from domain.principal import Principal
 from entrypoints.http.durable_streams import wire
 

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from application.durable_catalog import Producer
+from application.ports.durable_streams import Producer
 
 OFFSET_DIGITS = 16
 BEGINNING = "-1"

@@ -23,12 +23,12 @@ from domain.cursor import MAX_SEQUENCE
 from domain.media_type import MEDIA_TYPE_MAX_CHARS, MEDIA_TYPE_REGEX
 from domain.object_intent import SHA256_REGEX
 from domain.records import IDEMPOTENCY_KEY_MAX, OBJECT_MAX_BYTES, Submitted
+from entrypoints.auth.subscribe_tokens import DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS
 from entrypoints.http.openapi import (
     Published,
     chunks_request_schema,
     records_request_schema,
 )
-from entrypoints.subscribe_tokens import DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS
 
 Sequence = Annotated[int, msgspec.Meta(ge=0, le=MAX_SEQUENCE)]
 

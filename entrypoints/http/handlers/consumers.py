@@ -22,6 +22,6 @@ async def ack(
     `ack_beyond_head`; re-acking the current value is 200. Only declared consumers exist
     (404 `consumer_not_found`); one whose declaration pins principals refuses any other
     (403 `consumer_scope`)."""
-    result = await caller.service.acks.ack(caller.principal, run_id, stream_id, consumer_id,
+    result = await caller.service.acknowledger.ack(caller.principal, run_id, stream_id, consumer_id,
                                            data.sequence)
     return {"consumer_id": result.consumer_id, "acked": result.acked}

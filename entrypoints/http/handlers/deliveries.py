@@ -22,7 +22,7 @@ async def get_deliveries(
     attempts and last error; `dead_letter_count` counts them all), and its latest 20
     `redrives` (newest first: who put which dead letters back, when). An output stream
     has none."""
-    report = await caller.service.deliveries.report(caller.principal, run_id, stream_id)
+    report = await caller.service.delivery_inspection.report(caller.principal, run_id, stream_id)
     return {"run_id": run_id, "stream_id": stream_id, "direction": report.direction,
             "pending": report.pending, "dead_letter_count": report.dead_letter_count,
             "dead_letters": [dead_letter_view(delivery) for delivery in report.dead_letters],

@@ -10,13 +10,13 @@ from typing import Any
 from litestar import Response
 from litestar.di import NamedDependency
 
-from application.ports import StoreUnavailable
-from entrypoints.backend import NodeUnready
+from application.ports.errors import StoreUnavailable
+from entrypoints.composition.backend import NodeUnready
 from entrypoints.http.problems import NotReady
 
 Probe = Callable[[], Awaitable[None]]
 Scrape = Callable[[], Awaitable[tuple[bytes, str]]]
-"""One scrape of the node's metrics (`entrypoints/scrape.py`)."""
+"""One scrape of the node's metrics (`entrypoints/observability/scrape.py`)."""
 READY_SECONDS = 2.0
 """`/readyz` answers within this, whatever the database does."""
 

@@ -23,6 +23,6 @@ async def list_runs(
     its stream count and the creation time of its first stream. Erased runs are left out;
     a token bound to runs sees only those (a page may then hold fewer than `limit` and
     still have a next one). `next_cursor` is null on the last page."""
-    listing = await caller.service.runs.list(caller.principal, cursor, page_limit(limit))
+    listing = await caller.service.run_catalog.list(caller.principal, cursor, page_limit(limit))
     return {"runs": [run_view(run) for run in listing.runs],
             "next_cursor": listing.next_cursor}

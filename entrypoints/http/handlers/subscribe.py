@@ -13,7 +13,12 @@ from litestar.response import Stream
 from entrypoints.http.callers import Caller
 from entrypoints.http.inputs import subscribe_cursor
 from entrypoints.http.openapi import CursorText
-from entrypoints.http.sse import ReaderLease, encoded_frames, event_stream, register_release
+from entrypoints.http.sse.subscription import (
+    ReaderLease,
+    encoded_frames,
+    event_stream,
+    register_release,
+)
 
 
 async def subscribe(

@@ -1,0 +1,301 @@
+"""Use cases of the Durable Streams facade (ADR 0041): a protocol stream IS a Runnel stream.
+
+Rules:
+- a protocol path of a tenant names one catalog entry, which names the Runnel run that
+  holds the stream (stream id `FACADE_STREAM`); everything stored goes through the Runnel
+  use cases (create, append, read, follow, close, erase), so credit, pins, retention and
+  workers apply unchanged;
+- the Runnel stream (and a fork's copied prefix) exists before the entry that names it:
+  no path ever names a stream that is not there; a create that loses a race for the path
+  erases its own run and answers with the winner's;
+- a DELETE erases the run and removes the entry; a stream with forks keeps its entry,
+  `deleted`, until its last fork goes (then the removal cascades up the fork chain);
+- an expired entry (TTL or Expires-At) is deleted when it is next looked at, or by the
+  expiry sweep (`expiry.py`) if it never is;
+- `Stream-Seq` and producer checks are serialised per stream (per producer) in this process;
+  across processes the stored state only moves forward (`FacadeCatalog`), so a save that
+  lost a race never re-admits a fenced epoch or an older `Stream-Seq`. Two processes may
+  still admit two batches of one producer at once; their idempotency keys store each once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from application.appending import AppendResult
+from application.durable_streams.forks import FACADE_STREAM, copy_prefix, resolve_point
+from application.follow_loop import KeepaliveFrame
+from application.keyed_locks import KeyedLocks
+from application.ports.clock import Clock
+from application.ports.durable_streams import (
+    FacadeCatalog,
+    FacadeEntry,
+    PathInUse,
+    Producer,
+    StreamGone,
+    WriterSeqRegression,
+)
+from application.ports.records import RecordPage
+from application.service import RunnelService
+from domain.errors import NotFound
+from domain.principal import Principal, Scope
+from domain.producer_fencing import ProducerState, admit
+
+FACADE_DEFINITION = {"stream_id": FACADE_STREAM, "content_class": "durable_streams.facade"}
+"""Every facade stream's Runnel definition: the node's defaults for everything else."""
+RUN_PREFIX = "ds-"
+EXPIRY_SUBJECT = "runnel:facade-expiry"
+"""Who deletes an expired stream for the sweep (as its tenant's admin)."""
+
+
+@dataclass(frozen=True)
+class StreamConfig:
+    """What a PUT asks for; an existing stream must match it for a 200."""
+
+    content_type: str
+    ttl_seconds: int | None
+    expires_at: datetime | None
+    forked_from: str | None = None
+    fork_offset: int | None = None
+    fork_sub_offset: int = 0
+
+
+class DurableStreams:
+    def __init__(self, service: RunnelService, catalog: FacadeCatalog, clock: Clock,
+                 definition: Mapping[str, Any] = FACADE_DEFINITION) -> None:
+        """`definition`: the Runnel definition every stream this facade creates gets."""
+        self._service = service
+        self._catalog = catalog
+        self._clock = clock
+        self._definition = definition
+        self._locks = KeyedLocks()
+
+    async def find(self, principal: Principal, path: str) -> FacadeEntry:
+        """The live entry of the path; NotFound, or StreamGone for a deleted source of forks
+        (an expired entry is deleted here)."""
+        principal.require_scope(Scope.READ)
+        entry = await self._catalog.find(principal.tenant, path)
+        if entry is None:
+            raise NotFound("stream not found")
+        if entry.deleted:
+            raise StreamGone("stream was deleted")
+        if entry.expired(self._clock.now()):
+            with contextlib.suppress(PathInUse):  # held: expired, but nothing is deleted
+                await self._delete(principal, entry)
+            raise NotFound("stream not found")
+        return entry
+
+    async def find_for_writing(self, principal: Principal, path: str) -> FacadeEntry:
+        principal.require_scope(Scope.WRITE)
+        return await self.find(principal, path)
+
+    async def create(self, principal: Principal, path: str,
+                     config: StreamConfig) -> tuple[FacadeEntry, bool]:
+        """Returns the entry and whether this call made it (False: an identical one existed,
+        PathInUse: another one does)."""
+        principal.require_scope(Scope.WRITE)
+        existing = await self._existing(principal, path)
+        if existing is not None:
+            return self._same(existing, config), False
+        run_id = RUN_PREFIX + uuid.uuid4().hex
+        await self._service.definitions.create(principal, run_id, dict(self._definition))
+        config = await self._fork(principal, config, run_id)
+        fresh = FacadeEntry(path, run_id, config.content_type, config.ttl_seconds,
+                            config.expires_at, self._clock.now(),
+                            forked_from=config.forked_from, fork_offset=config.fork_offset,
+                            fork_sub_offset=config.fork_sub_offset)
+        entry = await self._catalog.insert(principal.tenant, fresh)
+        if entry.run_id != run_id:  # another create of the path won
+            await self._erase_run(principal, run_id)
+            return self._same(entry, config), False
+        return entry, True
+
+    async def fork_source(self, principal: Principal, path: str) -> FacadeEntry:
+        """The source a fork names: NotFound if none; PathInUse if deleted."""
+        try:
+            return await self.find(principal, path)
+        except StreamGone:
+            raise PathInUse("the fork source was deleted") from None
+
+    async def _existing(self, principal: Principal, path: str) -> FacadeEntry | None:
+        try:
+            return await self.find(principal, path)
+        except NotFound:
+            return None
+        except StreamGone:
+            raise PathInUse("the path belongs to a deleted stream that still has forks") from None
+
+    @staticmethod
+    def _same(entry: FacadeEntry, config: StreamConfig) -> FacadeEntry:
+        mine = (entry.content_type.split(";")[0].strip().lower(), entry.ttl_seconds,
+                entry.expires_at, entry.forked_from,
+                entry.fork_offset if entry.forked_from else None, entry.fork_sub_offset or 0)
+        asked = (config.content_type.split(";")[0].strip().lower(), config.ttl_seconds,
+                 config.expires_at, config.forked_from,
+                 config.fork_offset if config.forked_from else None, config.fork_sub_offset)
+        if config.forked_from is not None and config.fork_offset is None:
+            asked = (*asked[:4], mine[4], asked[5])  # no offset asked: the one resolved then
+        if mine != asked:
+            raise PathInUse("stream exists with a different configuration")
+        return entry
+
+    async def _fork(self, principal: Principal, config: StreamConfig,
+                    run_id: str) -> StreamConfig:
+        """Copy the source's prefix into the new run; the config as the fork gets it."""
+        if config.forked_from is None:
+            return config
+        source = await self.fork_source(principal, config.forked_from)
+        point = await resolve_point(self._service, principal, source.run_id,
+                                    config.fork_offset, config.fork_sub_offset)
+        await copy_prefix(self._service, principal, point, run_id)
+        ttl, expires_at = config.ttl_seconds, config.expires_at
+        if ttl is None and expires_at is None:
+            ttl, expires_at = source.ttl_seconds, source.expires_at
+        return replace(config, ttl_seconds=ttl, expires_at=expires_at,
+                       fork_offset=point.offset)
+
+    async def touch(self, principal: Principal, entry: FacadeEntry) -> None:
+        """A read or a write slides the TTL window."""
+        if entry.ttl_seconds is not None:
+            await self._catalog.touch(principal.tenant, entry.path, self._clock.now())
+
+    async def status(self, principal: Principal, entry: FacadeEntry) -> RecordPage:
+        """Head and closure, without records."""
+        return await self.read(principal, entry, 0, 1)
+
+    async def read(self, principal: Principal, entry: FacadeEntry, after: int,
+                   limit: int) -> RecordPage:
+        return (await self._service.reading.read(principal, entry.run_id, FACADE_STREAM,
+                                                 after, limit)).page
+
+    async def wait_beyond(self, principal: Principal, entry: FacadeEntry, after: int,
+                          timeout: float) -> bool:
+        """Wait (at most `timeout` s) until the stream has a record above `after` or is
+        closed; True when it has or is. Uses the Runnel follow (its wake registration)."""
+        follow = await self._service.follower.open(principal, entry.run_id, FACADE_STREAM,
+                                                   after)
+        try:
+            async with asyncio.timeout(timeout):
+                async for frame in follow.frames():
+                    if not isinstance(frame, KeepaliveFrame):
+                        return True
+        except TimeoutError:
+            return False
+        finally:
+            await follow.close()
+        return True
+
+    async def append(self, principal: Principal, entry: FacadeEntry,
+                     records: Sequence[dict[str, Any]], close: bool,
+                     producer: Producer | None,
+                     writer_seq: str | None = None) -> AppendResult | None:
+        """Append (and close, when asked); None when a producer's batch was a duplicate
+        (checked before `writer_seq`, which must be above the last one accepted)."""
+        if producer is None:
+            return await self._append(principal, entry, list(records), close, writer_seq)
+        async with self._locks.held(("producer", principal.tenant, entry.run_id,
+                                     producer.producer_id)):
+            state = await self._catalog.producer(principal.tenant, entry.run_id,
+                                                 producer.producer_id)
+            if not admit(state, producer.epoch, producer.seq):
+                if close:  # a retry of an append-and-close whose close did not happen
+                    await self._store(principal, entry, [], close=True)
+                return None
+            # The keys make a retry after a crash between append and state write harmless.
+            keys = producer.keys(len(records))
+            keyed = [{**record, "idempotency_key": key}
+                     for record, key in zip(records, keys, strict=True)]
+            result = await self._append(principal, entry, keyed, close, writer_seq)
+            if close:
+                await self._catalog.set_closed_by(principal.tenant, entry.path,
+                                                  producer.tuple_text)
+            await self._catalog.save_producer(principal.tenant, entry.run_id,
+                                              producer.producer_id,
+                                              ProducerState(producer.epoch, producer.seq))
+            return result
+
+    async def producer_state(self, principal: Principal, entry: FacadeEntry,
+                             producer_id: str) -> ProducerState | None:
+        return await self._catalog.producer(principal.tenant, entry.run_id, producer_id)
+
+    async def _append(self, principal: Principal, entry: FacadeEntry,
+                      records: list[dict[str, Any]], close: bool,
+                      writer_seq: str | None) -> AppendResult | None:
+        if writer_seq is None:
+            return await self._store(principal, entry, records, close)
+        async with self._locks.held(("writer", principal.tenant, entry.run_id)):
+            fresh = await self._catalog.find(principal.tenant, entry.path)
+            last = fresh.writer_seq if fresh is not None else None
+            # str order is code point order, which is UTF-8 byte order.
+            if last is not None and writer_seq <= last:
+                raise WriterSeqRegression(f"Stream-Seq {writer_seq!r} is not above {last!r}")
+            result = await self._store(principal, entry, records, close)
+            await self._catalog.set_writer_seq(principal.tenant, entry.path, writer_seq)
+            return result
+
+    async def _store(self, principal: Principal, entry: FacadeEntry,
+                     records: list[dict[str, Any]], close: bool) -> AppendResult | None:
+        result = None
+        if records:
+            result = await self._service.appender.append(principal, entry.run_id,
+                                                         FACADE_STREAM, records,
+                                                         message_batches=True)
+        if close:
+            await self._service.lifecycle.close(principal, entry.run_id, FACADE_STREAM)
+        await self.touch(principal, entry)
+        return result
+
+    async def expire(self, tenant: str, listed: FacadeEntry) -> bool:
+        """Delete an entry the expiry sweep listed, as a DELETE would, if its path still
+        holds it and it is still expired; False if not (renewed, re-created, deleted
+        meanwhile, or under legal hold)."""
+        entry = await self._catalog.find(tenant, listed.path)
+        if (entry is None or entry.run_id != listed.run_id or entry.deleted
+                or not entry.expired(self._clock.now())):
+            return False
+        upkeep = Principal(sub=EXPIRY_SUBJECT, tenant=tenant,
+                           scopes=frozenset({Scope.ADMIN.value}))
+        try:
+            await self._delete(upkeep, entry)
+        except (PathInUse, NotFound):
+            return False
+        return True
+
+    async def delete(self, principal: Principal, path: str) -> None:
+        principal.require_scope(Scope.WRITE)
+        await self._delete(principal, await self.find(principal, path))
+
+    async def _delete(self, principal: Principal, entry: FacadeEntry) -> None:
+        """Erase the run; drop the entry unless forks of it remain; then drop every deleted
+        source up the chain that this left without forks. A stream under legal hold is
+        not deleted (SPEC: while held nothing of it is deleted)."""
+        stream = await self._service.definitions.get(principal, entry.run_id, FACADE_STREAM)
+        if stream.legal_hold:
+            raise PathInUse("the stream is under legal hold")
+        await self._erase_run(principal, entry.run_id)
+        if await self._catalog.forks_of(principal.tenant, entry.path):
+            await self._catalog.mark_deleted(principal.tenant, entry.path)
+            return
+        await self._catalog.remove(principal.tenant, entry.path, entry.run_id)
+        source_path = entry.forked_from
+        while source_path is not None:
+            source = await self._catalog.find(principal.tenant, source_path)
+            if (source is None or not source.deleted
+                    or await self._catalog.forks_of(principal.tenant, source_path)):
+                return
+            await self._catalog.remove(principal.tenant, source.path, source.run_id)
+            source_path = source.forked_from
+
+    async def _erase_run(self, principal: Principal, run_id: str) -> None:
+        """The facade erases only runs of its own making (`RUN_PREFIX`), for a principal
+        that may write the stream: that is what the protocol's DELETE asks."""
+        assert run_id.startswith(RUN_PREFIX)
+        admin = replace(principal, scopes=principal.scopes | {Scope.ADMIN.value})
+        with contextlib.suppress(NotFound):  # erased before (a deleted source of forks)
+            await self._service.lifecycle.erase_run(admin, run_id)

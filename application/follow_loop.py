@@ -1,0 +1,252 @@
+"""The follow loop: backfill, then follow live, losing and repeating nothing.
+
+1. register for wakes before reading history;
+2. backfill records above the cursor in pages;
+3. follow: on each wake and on each keepalive tick (even without a wake) take
+   the records above the cursor; drop duplicates at the boundary. Ticks come
+   once per keepalive interval whatever else arrives, so a lost wake is
+   repaired within one interval even under steady live chunks;
+4. repair: a wake that reveals a gap is served by reading the gap from the
+   store first, and the gap is reported as evidence;
+5. end: `EndFrame("closed")` once a closed stream is delivered whole, and, for a
+   live follow, once its subscription has handed it the wake that says closed: the
+   bus orders that wake after every chunk published before the close (ADR 0056),
+   so each such chunk is served before `end`, and none published after. A close
+   learnt from a read waits for that wake; should it never come (a lost LISTEN
+   connection loses chunks too), the follow ends at a tick that finds nothing queued
+   once the close has been known a whole keepalive interval.
+   `EndFrame("token_expired")` when the credential that opened the follow expires,
+   `EndFrame("token_revoked")` when it (or the token it was minted from) is revoked
+   (`Follower.watch_revocations`), or `EndFrame("shutdown")` when the node drains
+   (`Follower.drain`). Nothing is sent after any of the last three; the reader
+   resumes from `last_sequence` (with a fresh credential, or at another node) and
+   loses nothing (ADR 0023, ADR 0029, ADR 0060).
+
+The transport only turns frames into bytes; everything that decides what a
+reader sees lives here, and is tested with the in-memory bus. A follow is opened by
+`Follower` (`follower.py`), which checks access and the cursor first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from typing import Literal
+
+from application.node import NodeSettings
+from application.ports.records import RecordPage, RecordReader, StoredRecord
+from application.ports.waking import GapEvidence, LiveChunk, Wake, WakeSubscription
+from domain.identifiers import StreamKey
+
+
+@dataclass(frozen=True)
+class RecordFrame:
+    record: StoredRecord
+
+
+@dataclass(frozen=True)
+class LiveFrame:
+    chunk: LiveChunk
+
+
+@dataclass(frozen=True)
+class KeepaliveFrame:
+    pass
+
+
+EndReason = Literal["closed", "token_expired", "token_revoked", "shutdown"]
+
+
+@dataclass(frozen=True)
+class EndFrame:
+    last_sequence: int
+    reason: EndReason = "closed"
+
+
+@dataclass(frozen=True)
+class ResyncFrame:
+    requested: int
+    earliest: int
+    latest: int
+
+
+Frame = RecordFrame | LiveFrame | KeepaliveFrame | EndFrame | ResyncFrame
+
+
+class OpenFollow:
+    """One reader's open follow of one stream, and its position (opened by `Follower`). Use
+    `frames()` once, then `close()`."""
+
+    def __init__(self, key: StreamKey, cursor: int, reader: RecordReader, gaps: GapEvidence,
+                 node: NodeSettings, stack: AsyncExitStack, wakes: WakeSubscription | None,
+                 first_page: RecordPage, expires_in: float | None = None,
+                 on_close: Callable[[OpenFollow], None] | None = None,
+                 live: bool = False) -> None:
+        self.key = key
+        self.cursor = cursor
+        self._reader = reader
+        self._gaps = gaps
+        self._node = node
+        self._stack = stack
+        self._wakes = wakes
+        self._page: RecordPage | None = first_page
+        self._head = first_page.head
+        self._closed = first_page.closed
+        self._close_heard = not live
+        """Whether the subscription has handed over the closing wake (a follow without
+        live chunks has nothing to wait for)."""
+        self._close_known_at: float | None = None
+        """Loop time at which a read first told of the close, while not yet heard."""
+        self._quiet = False
+        """Whether the last wait on the subscription ended at its tick with nothing queued."""
+        self._tick_at = 0.0
+        """Loop time of the next keepalive tick: a re-read at least once per interval."""
+        self._expires_in = expires_in
+        self._ends_at = float("inf")
+        """Loop time at which the follow ends early: its credential expires, or it is
+        ended (`end`: then it is in the past)."""
+        self._end_reason: EndReason = "token_expired"
+        self._ended = False
+        self._on_close = on_close
+
+    @property
+    def holds_wake_registration(self) -> bool:
+        return self._wakes is not None
+
+    async def close(self) -> None:
+        if self._on_close is not None:
+            self._on_close(self)
+            self._on_close = None
+        self._wakes = None
+        await self._stack.aclose()
+
+    def end(self, reason: EndReason) -> None:
+        """End with `EndFrame(reason)` at the next frame, without waiting for a wake; the
+        first reason given stays."""
+        if self._ended:
+            return
+        self._ended = True
+        self._end_reason = reason
+        self._ends_at = float("-inf")
+        if self._wakes is not None:
+            self._wakes.interrupt()
+
+    async def frames(self) -> AsyncIterator[Frame]:
+        """Backfill, then follow, until the stream is delivered whole or the follow ends
+        early; a backfill that finds the cursor pruned ends it with a resync."""
+        loop = asyncio.get_running_loop()
+        self._tick_at = loop.time() + self._node.keepalive_seconds
+        if self._expires_in is not None and not self._ended:
+            self._ends_at = loop.time() + self._expires_in
+        while not self._past_end():
+            if self._page is not None:  # a wake served live leaves no page to backfill
+                async for frame in self._backfill():
+                    yield frame
+                    if isinstance(frame, ResyncFrame):
+                        return
+            if self._closed and self.cursor >= self._head and self._close_delivered():
+                yield EndFrame(self.cursor)
+                return
+            if not self._past_end():
+                async for frame in self._follow():
+                    yield frame
+        yield EndFrame(self.cursor, self._end_reason)
+
+    async def _backfill(self) -> AsyncIterator[Frame]:
+        """Serve the pending page, then the pages after it, until caught up (or past the
+        end). A page that starts above the cursor is a resync, the last frame."""
+        page, self._page = self._page, None
+        while page is not None:
+            if page.earliest > self.cursor + 1:
+                yield ResyncFrame(self.cursor, page.earliest, page.head)
+                return
+            self._head = max(self._head, page.head)
+            self._closed = self._closed or page.closed
+            for record in page.records:
+                if record.sequence <= self.cursor:
+                    continue
+                if self._past_end():
+                    return
+                yield RecordFrame(record)
+                self.cursor = record.sequence
+            if self._past_end():
+                return
+            page = await self._next_page(page)
+
+    async def _next_page(self, served: RecordPage) -> RecordPage | None:
+        """Read the next page or stop: the page after `served`, or None once caught up
+        (a page that brings nothing new still tells where the stream's head is)."""
+        if len(served.records) < self._node.page_size and self._head <= self.cursor:
+            return None
+        page = await self._read()
+        if not page.records and page.earliest <= self.cursor + 1:
+            self._head = page.head
+            self._closed = self._closed or page.closed
+            return None
+        return page
+
+    async def _follow(self) -> AsyncIterator[Frame]:
+        """Wait for one wake, live chunk or keepalive tick and serve it; a read it calls
+        for is left pending for the next backfill."""
+        if self._wakes is None:
+            self._page = await self._read()
+            return
+        loop = asyncio.get_running_loop()
+        # The tick keeps its own deadline: a wake or live chunk arriving before it
+        # must not postpone it, or steady chatter would starve the backstop re-read
+        # that repairs a lost wake.
+        remaining = min(self._tick_at, self._ends_at) - loop.time()
+        signal = await self._wakes.next(remaining) if remaining > 0 else None
+        self._quiet = signal is None and remaining > 0
+        if self._past_end():
+            return
+        if signal is None:
+            self._tick_at = loop.time() + self._node.keepalive_seconds
+            yield KeepaliveFrame()
+            self._page = await self._read()
+        elif isinstance(signal, LiveChunk):
+            yield LiveFrame(signal)
+        else:
+            async for frame in self._on_wake(signal):
+                yield frame
+
+    def _past_end(self) -> bool:
+        return asyncio.get_running_loop().time() >= self._ends_at
+
+    def _close_delivered(self) -> bool:
+        """Whether every live chunk published before the close has been served: its
+        closing wake came, or (should it never come) the close has been known for a
+        keepalive interval and the subscription had nothing queued at the last tick."""
+        if self._close_heard or self._wakes is None:
+            return True
+        now = asyncio.get_running_loop().time()
+        if self._close_known_at is None:
+            self._close_known_at = now
+        return self._quiet and now - self._close_known_at >= self._node.keepalive_seconds
+
+    async def _on_wake(self, wake: Wake) -> AsyncIterator[Frame]:
+        self._head = max(self._head, wake.head)
+        self._closed = self._closed or wake.closed
+        self._close_heard = self._close_heard or wake.closed
+        if wake.records is None:
+            self._page = await self._read()
+            return
+        fresh = [record for record in wake.records if record.sequence > self.cursor]
+        missed = fresh[0].sequence > self.cursor + 1 if fresh else self._head > self.cursor
+        if missed:
+            # Records between our cursor and this wake were never seen: a lost
+            # wake. Serve the gap from the store before anything newer.
+            await self._gaps.record_gap(self.key, self.cursor + 1,
+                                        fresh[0].sequence if fresh else self._head)
+            self._page = await self._read()
+            return
+        for record in fresh:
+            if self._past_end():
+                return
+            yield RecordFrame(record)
+            self.cursor = record.sequence
+
+    async def _read(self) -> RecordPage:
+        return await self._reader.read_page(self.key, self.cursor, self._node.page_size)

@@ -1,0 +1,40 @@
+"""Use case: list a tenant's runs (ADR 0046), for the console and any client that starts
+from nothing but a token."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from application.listing import check_listing_page
+from application.ports.streams import RunSummary, StreamStore
+from domain.principal import Principal, Scope
+
+
+@dataclass(frozen=True)
+class RunListing:
+    """One page of the tenant's runs, ascending by `run_id`. `next_cursor` is the last run
+    id the store read for this page, None when no run comes after it; runs a run-bound
+    token may not see are left out, so a page may hold fewer than `limit` (even none)
+    and still have a next one."""
+
+    runs: Sequence[RunSummary]
+    next_cursor: str | None
+
+
+class RunCatalog:
+    """The runs of the principal's tenant (the token's, never a parameter): the scope of
+    listing a run's streams (`streams:read`), erased runs left out."""
+
+    def __init__(self, store: StreamStore) -> None:
+        self._store = store
+
+    async def list(self, principal: Principal, cursor: str | None,
+                   limit: int) -> RunListing:
+        principal.require_scope(Scope.READ)
+        check_listing_page(cursor, limit)
+        read = await self._store.list_runs(principal.tenant, cursor, limit + 1)
+        runs, more = read[:limit], len(read) > limit
+        bound = principal.runs
+        visible = [run for run in runs if bound is None or run.run_id in bound]
+        return RunListing(visible, runs[-1].run_id if more else None)

@@ -1,0 +1,1 @@
+"""The `runnel` command and its subcommands."""

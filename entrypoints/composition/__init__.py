@@ -1,0 +1,1 @@
+"""The composition root: settings, which adapter plays which port, and what a node runs."""

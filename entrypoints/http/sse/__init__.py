@@ -1,0 +1,1 @@
+"""Server-Sent Events: one subscription's lifetime, its frames, and their transport."""

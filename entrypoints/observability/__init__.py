@@ -1,0 +1,1 @@
+"""Metrics, tracing and logs of every `runnel` process."""
