@@ -1,1 +1,1 @@
-"""Who is calling: bearer tokens and their keys, subscribe tokens, trusted proxies."""
+"""Who may call: bearer tokens and their keys, subscribe tokens, trusted proxies, origins."""

@@ -21,6 +21,7 @@ from litestar.openapi.spec import Components, SecurityScheme
 from litestar.types import ASGIApp
 
 from application.service import RunnelService
+from entrypoints.auth.cors import CrossOrigin
 from entrypoints.auth.subscribe_tokens import SubscribeTokens
 from entrypoints.composition.backend import NodeUnready
 from entrypoints.composition.container import NodeHost
@@ -29,7 +30,6 @@ from entrypoints.http.api_docs import api_docs_plugins, api_docs_router
 from entrypoints.http.auth import Authenticator, SubscribeAuthenticator
 from entrypoints.http.callers import Callers
 from entrypoints.http.connections import ConnectionBudget, ConnectionMetrics
-from entrypoints.http.cors import CrossOrigin
 from entrypoints.http.draining import Draining
 from entrypoints.http.durable_streams import durable_streams_handlers
 from entrypoints.http.handlers.operations import Probe, Scrape

@@ -36,8 +36,8 @@ from litestar.types import (
     Send,
 )
 
+from entrypoints.auth.cors import CrossOrigin
 from entrypoints.auth.token_redaction import redact_tokens
-from entrypoints.http.cors import CrossOrigin
 from entrypoints.http.pipeline import RequestRules
 from entrypoints.http.problems import send_problem
 from entrypoints.http.referrer import HEADER as REFERRER

@@ -10,8 +10,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from entrypoints.auth.cors import parse_origins
 from entrypoints.composition.settings import Settings
-from entrypoints.http.cors import parse_origins
 from tests.http.conftest import ServerPool
 from tests.http.server import RunnelServer, bearer, token
 from tests.http.support import create_stream

@@ -1,6 +1,6 @@
 """The Durable Streams protocol as a second face over the same streams (ADR 0041):
 `/v1/stream/{path}` beside the native API, answering as the protocol says. Cross-origin
-access is the native API's, decided in one place (`entrypoints/http/cors.py`, ADR 0062): a
+access is the native API's, decided in one place (`entrypoints/auth/cors.py`, ADR 0062): a
 preflight never reaches `dispatch`."""
 
 from __future__ import annotations
