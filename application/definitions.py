@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from application.access import run_key, stream_for_reading, stream_key
+from application.access import run_key, stream_for_reading, stream_for_writing, stream_key
 from application.listing import DEFAULT_LISTING_LIMIT, check_listing_page
 from application.node import NodeSettings
 from application.ports.clock import Clock
@@ -62,6 +62,12 @@ class StreamDefinitions:
         key = stream_key(principal, run_id, stream_id)
         return await stream_for_reading(self._store, principal, key, self._node.region,
                                         content=False)
+
+    async def get_for_writing(self, principal: Principal, run_id: str,
+                              stream_id: str) -> Stream:
+        """The stream, if the principal is among its writers and this node may write it."""
+        key = stream_key(principal, run_id, stream_id)
+        return await stream_for_writing(self._store, principal, key, self._node.region)
 
     async def list(self, principal: Principal, run_id: str, cursor: str | None = None,
                    limit: int = DEFAULT_LISTING_LIMIT) -> StreamListing:

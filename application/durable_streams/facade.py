@@ -8,6 +8,9 @@ Rules:
 - the Runnel stream (and a fork's copied prefix) exists before the entry that names it:
   no path ever names a stream that is not there; a create that loses a race for the path
   erases its own run and answers with the winner's;
+- a facade stream keeps the native pins (ADR 0070): its definition is built by
+  `definition.py` (readers and writers default to the creator); reads and appends go
+  through the native guards, and a re-create or a DELETE needs the writers pin;
 - a DELETE erases the run and removes the entry; a stream with forks keeps its entry,
   `deleted`, until its last fork goes (then the removal cascades up the fork chain);
 - an expired entry (TTL or Expires-At) is deleted when it is next looked at, or by the
@@ -29,6 +32,7 @@ from datetime import datetime
 from typing import Any
 
 from application.appending import AppendResult
+from application.durable_streams.definition import facade_definition
 from application.durable_streams.forks import FACADE_STREAM, copy_prefix, resolve_point
 from application.follow_loop import KeepaliveFrame
 from application.keyed_locks import KeyedLocks
@@ -44,11 +48,9 @@ from application.ports.durable_streams import (
 from application.ports.records import RecordPage
 from application.service import RunnelService
 from domain.errors import NotFound
-from domain.principal import Principal, Scope
+from domain.principal import Principal, Scope, ensure_reader
 from domain.producer_fencing import ProducerState, admit
 
-FACADE_DEFINITION = {"stream_id": FACADE_STREAM, "content_class": "durable_streams.facade"}
-"""Every facade stream's Runnel definition: the node's defaults for everything else."""
 RUN_PREFIX = "ds-"
 EXPIRY_SUBJECT = "runnel:facade-expiry"
 """Who deletes an expired stream for the sweep (as its tenant's admin)."""
@@ -64,16 +66,24 @@ class StreamConfig:
     forked_from: str | None = None
     fork_offset: int | None = None
     fork_sub_offset: int = 0
+    definition: Mapping[str, Any] | None = None
+    """The creator's own definition fields (`Runnel-Definition`); None: none asked."""
+
+
+@dataclass(frozen=True)
+class StreamStatus:
+    head: int
+    closed: bool
 
 
 class DurableStreams:
     def __init__(self, service: RunnelService, catalog: FacadeCatalog, clock: Clock,
-                 definition: Mapping[str, Any] = FACADE_DEFINITION) -> None:
-        """`definition`: the Runnel definition every stream this facade creates gets."""
+                 templates: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        """`templates`: per tenant (or `*`), the definition fields its streams start from."""
         self._service = service
         self._catalog = catalog
         self._clock = clock
-        self._definition = definition
+        self._templates = templates or {}
         self._locks = KeyedLocks()
 
     async def find(self, principal: Principal, path: str) -> FacadeEntry:
@@ -87,13 +97,23 @@ class DurableStreams:
             raise StreamGone("stream was deleted")
         if entry.expired(self._clock.now()):
             with contextlib.suppress(PathInUse):  # held: expired, but nothing is deleted
-                await self._delete(principal, entry)
+                await self._delete(_upkeep(principal.tenant), entry)
             raise NotFound("stream not found")
         return entry
 
     async def find_for_writing(self, principal: Principal, path: str) -> FacadeEntry:
+        """The entry, if the principal is among the stream's writers (403 if not)."""
         principal.require_scope(Scope.WRITE)
-        return await self.find(principal, path)
+        entry = await self.find(principal, path)
+        await self._service.definitions.get_for_writing(principal, entry.run_id, FACADE_STREAM)
+        return entry
+
+    async def find_for_reading(self, principal: Principal, path: str) -> FacadeEntry:
+        """The entry, if the principal may read the stream's content (403 if not)."""
+        entry = await self.find(principal, path)
+        stream = await self._service.definitions.get(principal, entry.run_id, FACADE_STREAM)
+        ensure_reader(stream.definition.authorization, principal, content=True)
+        return entry
 
     async def create(self, principal: Principal, path: str,
                      config: StreamConfig) -> tuple[FacadeEntry, bool]:
@@ -102,9 +122,10 @@ class DurableStreams:
         principal.require_scope(Scope.WRITE)
         existing = await self._existing(principal, path)
         if existing is not None:
-            return self._same(existing, config), False
+            return await self._recreated(principal, existing, config), False
         run_id = RUN_PREFIX + uuid.uuid4().hex
-        await self._service.definitions.create(principal, run_id, dict(self._definition))
+        definition = facade_definition(principal, self._templates, config.definition)
+        await self._service.definitions.create(principal, run_id, definition)
         config = await self._fork(principal, config, run_id)
         fresh = FacadeEntry(path, run_id, config.content_type, config.ttl_seconds,
                             config.expires_at, self._clock.now(),
@@ -113,13 +134,24 @@ class DurableStreams:
         entry = await self._catalog.insert(principal.tenant, fresh)
         if entry.run_id != run_id:  # another create of the path won
             await self._erase_run(principal, run_id)
-            return self._same(entry, config), False
+            return await self._recreated(principal, entry, config), False
         return entry, True
 
+    async def _recreated(self, principal: Principal, entry: FacadeEntry,
+                         config: StreamConfig) -> FacadeEntry:
+        """A PUT of an existing path: only a writer of it learns it matches (403 for
+        anyone else); a definition asked again must be the one it has (409 if not)."""
+        await self._service.definitions.get_for_writing(principal, entry.run_id, FACADE_STREAM)
+        if config.definition is not None:
+            asked = facade_definition(principal, self._templates, config.definition)
+            await self._service.definitions.create(principal, entry.run_id, asked)
+        return self._same(entry, config)
+
     async def fork_source(self, principal: Principal, path: str) -> FacadeEntry:
-        """The source a fork names: NotFound if none; PathInUse if deleted."""
+        """The source a fork names, if the principal may read its content: NotFound if
+        none; PathInUse if deleted."""
         try:
-            return await self.find(principal, path)
+            return await self.find_for_reading(principal, path)
         except StreamGone:
             raise PathInUse("the fork source was deleted") from None
 
@@ -165,9 +197,13 @@ class DurableStreams:
         if entry.ttl_seconds is not None:
             await self._catalog.touch(principal.tenant, entry.path, self._clock.now())
 
-    async def status(self, principal: Principal, entry: FacadeEntry) -> RecordPage:
-        """Head and closure, without records."""
-        return await self.read(principal, entry, 0, 1)
+    async def status(self, principal: Principal, entry: FacadeEntry,
+                     writing: bool = False) -> StreamStatus:
+        """Head and closure, for a reader (or an admin), or for a writer when `writing`."""
+        definitions = self._service.definitions
+        get = definitions.get_for_writing if writing else definitions.get
+        stream = await get(principal, entry.run_id, FACADE_STREAM)
+        return StreamStatus(stream.head, stream.closed)
 
     async def read(self, principal: Principal, entry: FacadeEntry, after: int,
                    limit: int) -> RecordPage:
@@ -259,10 +295,8 @@ class DurableStreams:
         if (entry is None or entry.run_id != listed.run_id or entry.deleted
                 or not entry.expired(self._clock.now())):
             return False
-        upkeep = Principal(sub=EXPIRY_SUBJECT, tenant=tenant,
-                           scopes=frozenset({Scope.ADMIN.value}))
         try:
-            await self._delete(upkeep, entry)
+            await self._delete(_upkeep(tenant), entry)
         except (PathInUse, NotFound):
             return False
         return True
@@ -275,7 +309,8 @@ class DurableStreams:
         """Erase the run; drop the entry unless forks of it remain; then drop every deleted
         source up the chain that this left without forks. A stream under legal hold is
         not deleted (SPEC: while held nothing of it is deleted)."""
-        stream = await self._service.definitions.get(principal, entry.run_id, FACADE_STREAM)
+        stream = await self._service.definitions.get_for_writing(principal, entry.run_id,
+                                                                 FACADE_STREAM)
         if stream.legal_hold:
             raise PathInUse("the stream is under legal hold")
         await self._erase_run(principal, entry.run_id)
@@ -299,3 +334,9 @@ class DurableStreams:
         admin = replace(principal, scopes=principal.scopes | {Scope.ADMIN.value})
         with contextlib.suppress(NotFound):  # erased before (a deleted source of forks)
             await self._service.lifecycle.erase_run(admin, run_id)
+
+
+def _upkeep(tenant: str) -> Principal:
+    """Who deletes an expired stream: the facade itself, as the tenant's admin, whoever
+    happened to look at the stream."""
+    return Principal(sub=EXPIRY_SUBJECT, tenant=tenant, scopes=frozenset({Scope.ADMIN.value}))

@@ -31,7 +31,7 @@ REQUEST_HEADERS = (
     "authorization, content-type, last-event-id, x-request-id, traceparent, tracestate, "
     "if-none-match, stream-seq, stream-ttl, stream-expires-at, stream-closed, producer-id, "
     "producer-epoch, producer-seq, stream-forked-from, stream-fork-offset, "
-    "stream-fork-sub-offset")
+    "stream-fork-sub-offset, runnel-definition")
 """What a browser client may send: the native API's and the facade's (ADR 0041)."""
 EXPOSED_HEADERS = (
     "retry-after, x-request-id, www-authenticate, location, etag, stream-next-offset, "

@@ -12,7 +12,7 @@ import json
 import os
 import secrets
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -28,10 +28,18 @@ from runnel_client.webhooks import webhook_key
 
 from adapters.fs.data_dir import UnsafeDataDir, private_directory
 from adapters.postgres.pool import DatabaseBounds
+from application.durable_streams.definition import ANY_TENANT, check_fields, facade_definition
 from application.maintenance import UpkeepSettings
 from application.node import NodeSettings
 from domain.credit_ceilings import INT64_MAX, CreditCeilings
-from domain.definition import MAX_OPEN_OBJECTS_CEILING, MAX_UNREAD_ITEMS_CEILING
+from domain.definition import (
+    MAX_OPEN_OBJECTS_CEILING,
+    MAX_UNREAD_ITEMS_CEILING,
+    build_definition,
+)
+from domain.errors import DomainError
+from domain.identifiers import validate_id
+from domain.principal import Principal
 from entrypoints.auth.cors import parse_origins
 from entrypoints.auth.trusted_proxies import parse_networks
 
@@ -104,6 +112,11 @@ class Settings(BaseSettings):
     loudly when it is set and refuses it unless it listens on loopback."""
     durable_streams_long_poll_seconds: float = Field(20.0, gt=0)
     """How long a facade long-poll waits for data before answering 204."""
+    durable_streams_templates: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Per tenant (`*`: every tenant not named), the definition fields a facade stream starts
+    from, before its creator's `Runnel-Definition` (ADR 0070), e.g.
+    `{"acme": {"authorization": {"readers": ["*"], "writers": ["*"]}}}`. Without a template,
+    a facade stream's readers and writers are its creator alone."""
     max_subscriptions_per_principal: int = Field(100, gt=0)
     """Concurrent subscriptions of one principal, counted across every node on the database."""
     subscription_lease_seconds: float = Field(60.0, gt=0)
@@ -383,6 +396,22 @@ class Settings(BaseSettings):
         if not has_jwks and set(self.token_algorithms()) - {"HS256"}:
             raise ValueError("RUNNEL_JWT_ALGORITHMS lists RS256 or EdDSA, which need "
                              "RUNNEL_JWT_JWKS_FILE or RUNNEL_JWT_JWKS_URL")
+        return self
+
+    @model_validator(mode="after")
+    def _templates_are_definitions(self) -> Settings:
+        templates = self.durable_streams_templates
+        for tenant in templates:
+            probe = Principal(sub="template-check", tenant=tenant, scopes=frozenset())
+            try:
+                if tenant != ANY_TENANT:
+                    validate_id(tenant, "tenant")
+                check_fields(templates[tenant], "a template")
+                build_definition(facade_definition(probe, templates, None), self.region,
+                                 self.node().credit_ceilings)
+            except DomainError as error:
+                raise ValueError(f"RUNNEL_DURABLE_STREAMS_TEMPLATES[{tenant!r}]: "
+                                 f"{error.detail}") from None
         return self
 
     def token_algorithms(self) -> tuple[str, ...]:

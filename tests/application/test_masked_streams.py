@@ -14,7 +14,7 @@ import pytest
 from adapters.memory.clock import FakeClock
 from adapters.memory.durable_streams import MemoryFacadeCatalog
 from adapters.memory.simulation import Simulation, simulation
-from application.durable_streams.facade import FACADE_DEFINITION, DurableStreams, StreamConfig
+from application.durable_streams.facade import DurableStreams, StreamConfig
 from application.durable_streams.forks import FACADE_STREAM
 from application.ports.waking import LiveChunk
 from domain.errors import ForbiddenContentClass, InvalidRecord, RedactionUnenforceable
@@ -119,18 +119,18 @@ async def test_an_object_body_is_refused_at_prepare_on_a_masked_stream_unless_al
 
 
 class MaskedFacade:
-    """The facade over a simulation, creating its streams with a mask (no route can ask
-    for one yet: this is the state a facade stream with a redaction pin will be in)."""
+    """The facade over a simulation, creating its streams with a mask (what a creator's
+    `Runnel-Definition` asks for)."""
 
     def __init__(self, redaction: dict[str, Any]) -> None:
         self.clock = FakeClock()
         self.sim = simulation(clock=self.clock)
-        self.streams = DurableStreams(self.sim.service, MemoryFacadeCatalog(), self.clock,
-                                      {**FACADE_DEFINITION, "redaction": redaction})
+        self.streams = DurableStreams(self.sim.service, MemoryFacadeCatalog(), self.clock)
+        self.asked = {"redaction": redaction}
 
     async def append(self, path: str, content_type: str, body: bytes) -> list[Any]:
-        entry, _ = await self.streams.create(ALICE, path, StreamConfig(content_type, None,
-                                                                       None))
+        entry, _ = await self.streams.create(ALICE, path, StreamConfig(
+            content_type, None, None, definition=self.asked))
         records = to_records(content_type, body, allow_empty_array=False)
         await self.streams.append(ALICE, entry, records, False, None)
         page = await self.streams.read(ALICE, entry, 0, 100)
@@ -161,7 +161,7 @@ async def test_a_facade_fork_of_a_masked_stream_copies_its_json_bytes() -> None:
     facade = MaskedFacade(MASK_EMAIL)
     await facade.append("v", "application/vnd.x+json", json.dumps(VALUE).encode())
     fork, _ = await facade.streams.create(ALICE, "fork", StreamConfig(
-        "application/vnd.x+json", None, None, forked_from="v"))
+        "application/vnd.x+json", None, None, forked_from="v", definition=facade.asked))
     page = await facade.sim.service.reading.read(ALICE, fork.run_id, FACADE_STREAM, 0, 10)
     (copied,) = page.page.records
     assert json.loads(copied.data or b"") == {"user": {"name": "a", "email": MASK}}
@@ -173,8 +173,8 @@ async def test_a_facade_stream_of_the_raw_reasoning_family_is_refused_and_leaves
     """The facade creates its streams through the same definition rule (ADR 0055)."""
     clock = FakeClock()
     catalog = MemoryFacadeCatalog()
-    streams = DurableStreams(simulation(clock=clock).service, catalog, clock,
-                             {**FACADE_DEFINITION, "content_class": content_class})
+    streams = DurableStreams(simulation(clock=clock).service, catalog, clock)
     with pytest.raises(ForbiddenContentClass):
-        await streams.create(ALICE, "p", StreamConfig("application/json", None, None))
+        await streams.create(ALICE, "p", StreamConfig("application/json", None, None,
+                                                      definition={"content_class": content_class}))
     assert await catalog.find(ALICE.tenant, "p") is None

@@ -13,9 +13,9 @@ from tests.http.server import bearer, token
 PREFIX = "/v1/stream/"
 
 
-def client(url: str, tenant: str = "ds-tests") -> httpx.Client:
+def client(url: str, tenant: str = "ds-tests", sub: str = "alice") -> httpx.Client:
     return httpx.Client(base_url=url + PREFIX, timeout=30,
-                        headers=bearer(token(tenant=tenant)))
+                        headers=bearer(token(tenant=tenant, sub=sub)))
 
 
 def sse_events(response: httpx.Response) -> Iterator[tuple[str, str]]:

@@ -16,7 +16,7 @@ import pytest
 from entrypoints.composition.settings import ConfigurationError, Settings
 from entrypoints.http.durable_streams import refuse_unsafe_binding
 from entrypoints.http.durable_streams.wire import offset_of
-from tests.durable_streams.support import client, control, sse_events
+from tests.durable_streams.support import PREFIX, client, control, sse_events
 from tests.http.restart import RestartableServer, restartable_server
 from tests.http.server import bearer, token
 from tests.pg import pg_template  # noqa: F401  (fixture)
@@ -29,7 +29,10 @@ JSON = {"content-type": "application/json"}
 def server(pg_template: str, tmp_path_factory: pytest.TempPathFactory,  # noqa: F811
            ) -> Iterator[RestartableServer]:
     with restartable_server(pg_template, tmp_path_factory.mktemp("ds-node"),
-                            {"RUNNEL_DURABLE_STREAMS_LONG_POLL_SECONDS": "2"}) as running:
+                            {"RUNNEL_DURABLE_STREAMS_LONG_POLL_SECONDS": "2",
+                             "RUNNEL_DURABLE_STREAMS_TEMPLATES": json.dumps(
+                                 {"ds-open": {"authorization": {"writers": ["*"]}}})},
+                            ) as running:
         yield running
 
 
@@ -251,3 +254,65 @@ def test_hostile_input_is_refused_before_any_work(server: RestartableServer) -> 
     assert closing.status_code == 403
     with client(server.url) as http:
         assert "stream-closed" not in http.head(path).headers
+
+
+def test_another_principal_of_the_tenant_gets_403_on_every_route(
+        server: RestartableServer) -> None:
+    """ADR 0070: readers and writers default to the creator."""
+    path = fresh("pinned")
+    with client(server.url) as alice, client(server.url, sub="bob") as bob:
+        assert alice.put(path, content="alice's", headers=TEXT).status_code == 201
+        refusals = [bob.get(path), bob.get(path, params={"offset": "-1", "live": "sse"}),
+                    bob.head(path), bob.post(path, content="bob's", headers=TEXT),
+                    bob.put(path, headers=TEXT), bob.delete(path),
+                    bob.put(fresh("fork"), headers={**TEXT, "stream-forked-from": PREFIX + path})]
+        for refused in refusals:
+            assert refused.status_code == 403, (refused.request.method, refused.text)
+            if refused.request.method != "HEAD":
+                assert refused.json()["code"] == "forbidden"
+        assert alice.get(path).text == "alice's"
+
+
+def test_the_creators_definition_header_and_the_tenant_template_set_the_pins(
+        server: RestartableServer) -> None:
+    shared = fresh("shared")
+    readers = json.dumps({"authorization": {"readers": ["alice", "bob"]},
+                          "retention": {"max_records": 2}})
+    with client(server.url) as alice, client(server.url, sub="bob") as bob:
+        created = alice.put(shared, headers={**JSON, "runnel-definition": readers})
+        assert created.status_code == 201
+        for n in range(3):
+            alice.post(shared, content=json.dumps({"n": n}), headers=JSON)
+        assert bob.get(shared).json()[-1] == {"n": 2}
+        assert bob.post(shared, content="[1]", headers=JSON).status_code == 403
+        native = f"{server.api}/runs/{created.headers['runnel-run-id']}/streams/stream"
+        pins = httpx.get(native, headers=alice.headers).json()["definition"]
+        assert pins["authorization"] == {"readers": ["alice", "bob"], "writers": ["alice"]}
+        assert pins["retention"]["max_records"] == 2
+        again = alice.put(shared, headers={**JSON, "runnel-definition": json.dumps({})})
+        assert again.status_code == 409
+    open_path = fresh("template")
+    with client(server.url, "ds-open") as alice, client(server.url, "ds-open", "bob") as bob:
+        assert alice.put(open_path, headers=JSON).status_code == 201
+        assert bob.post(open_path, content="[1]", headers=JSON).status_code == 204
+        assert bob.get(open_path).status_code == 403  # the template left readers alone
+
+
+def test_a_bad_definition_header_is_refused_and_leaves_no_stream(
+        server: RestartableServer) -> None:
+    path = fresh("bad-definition")
+    with client(server.url) as http:
+        for header, status in (("{", 400), ("x" * 5000, 400), ("[]", 422),
+                               (json.dumps({"stream_id": "other"}), 422),
+                               (json.dumps({"credit": {"max_unread_items": 0}}), 422),
+                               (json.dumps({"content_class": "model.reasoning.raw.v2"}), 422)):
+            refused = http.put(path, headers={**JSON, "runnel-definition": header})
+            assert refused.status_code == status, (header[:40], refused.text)
+            assert http.head(path).status_code == 404
+
+
+def test_a_template_that_is_no_definition_stops_the_node_at_start() -> None:
+    for templates in ({"t1": {"stream_id": "x"}}, {"t1": {"credit": {"max_unread_items": 0}}},
+                      {"bad tenant": {}}, {"t1": []}):
+        with pytest.raises(ValueError, match=r"RUNNEL_DURABLE_STREAMS_TEMPLATES|template"):
+            Settings(durable_streams_templates=templates)

@@ -67,7 +67,8 @@ def durable_streams_handlers(settings: Settings, auth: Authenticator,
 
     def facade() -> Facade:
         if not facades:
-            streams = DurableStreams(service(), catalog(), clock())
+            streams = DurableStreams(service(), catalog(), clock(),
+                                     settings.durable_streams_templates)
             facades.append(Facade(streams, principal_of, clock(),
                                   settings.durable_streams_long_poll_seconds, still_valid))
         return facades[0]

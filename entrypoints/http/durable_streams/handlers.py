@@ -32,6 +32,7 @@ from entrypoints.http.inputs import check_record_depth
 NO_STORE = "no-store"
 PREFIX = "/v1/stream"
 RUN_HEADER = "runnel-run-id"
+DEFINITION_HEADER = "runnel-definition"
 
 
 class Facade:
@@ -56,6 +57,7 @@ class Facade:
         expires_at = wire.parse_expires_at(headers.get("stream-expires-at"))
         if ttl is not None and expires_at is not None:
             raise wire.BadRequest("Stream-TTL and Stream-Expires-At exclude each other")
+        asked = wire.parse_definition(headers.get(DEFINITION_HEADER))
         forked_from, fork_offset, sub_offset = wire.parse_fork(
             headers.get("stream-forked-from"), headers.get("stream-fork-offset"),
             headers.get("stream-fork-sub-offset"), PREFIX)
@@ -70,11 +72,11 @@ class Facade:
         closing = wire.is_closing(headers.get("stream-closed"))
         records = to_records(content_type, await request.body(), allow_empty_array=True)
         config = StreamConfig(content_type, ttl, expires_at, forked_from, fork_offset,
-                              sub_offset)
+                              sub_offset, asked)
         entry, created = await self.streams.create(principal, path, config)
         if created and (records or closing):
             await self.streams.append(principal, entry, records, closing, None)
-        status = await self.streams.status(principal, entry)
+        status = await self.streams.status(principal, entry, writing=True)
         if not created and status.closed != closing:
             return plain(409, "stream exists with a different closure status")
         answer = self._meta(entry, status.head, status.closed)
@@ -92,7 +94,7 @@ class Facade:
         entry = await self.streams.find_for_writing(principal, path)
         if not body and not closing:
             raise wire.BadRequest("an append needs a body")
-        status = await self.streams.status(principal, entry)
+        status = await self.streams.status(principal, entry, writing=True)
         if status.closed:
             if producer is not None and entry.closed_by == producer.tuple_text:
                 return Response(None, status_code=204, headers={
@@ -131,7 +133,7 @@ class Facade:
         if result is not None and result.stored:  # the head this append committed at
             head, closed = result.head, closing
         else:
-            after = await self.streams.status(principal, entry)
+            after = await self.streams.status(principal, entry, writing=True)
             head, closed = after.head, after.closed
         answer = {"stream-next-offset": wire.offset_of(head)}
         if closed:
@@ -171,7 +173,7 @@ class Facade:
         if live in ("long-poll", "sse") and not offsets:
             raise wire.BadRequest(f"live={live} needs an offset")
         offset = wire.parse_offset(offsets)
-        entry = await self.streams.find(principal, path)
+        entry = await self.streams.find_for_reading(principal, path)
         await self.streams.touch(principal, entry)
         plan = ReadPlan(self, principal, entry, offset, query.get("cursor"))
         if live == "sse":

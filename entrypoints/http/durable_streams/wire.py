@@ -1,13 +1,16 @@
 """The protocol's header and parameter rules (ADR 0041), pure: offsets, TTL, expiry,
-producer headers, content types, cursors, ETags."""
+producer headers, content types, cursors, ETags, and Runnel's `Runnel-Definition`."""
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
+from application.durable_streams.definition import check_fields
 from application.ports.durable_streams import Producer
 
 OFFSET_DIGITS = 16
@@ -24,6 +27,8 @@ MAX_TTL_SECONDS = 10**10
 """About 300 years: beyond it a TTL is refused rather than overflowing the clock."""
 MAX_HEADER_TEXT = 256
 """Content types, `Stream-Seq` and producer ids are stored: no longer than this."""
+MAX_DEFINITION_TEXT = 4096
+"""The longest `Runnel-Definition` header a PUT may carry (half the head a request may have)."""
 
 
 class BadRequest(Exception):
@@ -94,6 +99,19 @@ def _integer(value: str, name: str) -> int:
     if _INTEGER.fullmatch(value) is None or int(value) > MAX_SAFE_INTEGER:
         raise BadRequest(f"{name} must be a non-negative integer")
     return int(value)
+
+
+def parse_definition(value: str | None) -> dict[str, Any] | None:
+    """`Runnel-Definition`: the creator's definition fields, one JSON object (ADR 0070)."""
+    if value is None:
+        return None
+    if len(value) > MAX_DEFINITION_TEXT:
+        raise BadRequest(f"Runnel-Definition is longer than {MAX_DEFINITION_TEXT} characters")
+    try:
+        fields = json.loads(value)
+    except ValueError:
+        raise BadRequest("Runnel-Definition is not JSON") from None
+    return check_fields(fields, "Runnel-Definition")
 
 
 def bounded(value: str | None, name: str) -> str | None:
