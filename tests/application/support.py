@@ -1,4 +1,5 @@
-"""What the application tests share: principals, a service on in-memory adapters, frame helpers."""
+"""What the application tests share: principals, a service on in-memory adapters, objects
+uploaded and committed, frame helpers."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from application.follow_loop import Frame, KeepaliveFrame, RecordFrame
 from application.node import NodeSettings
 from application.service import RunnelService
 from domain.identifiers import StreamKey
-from domain.object_intent import ObjectPins
+from domain.object_intent import ObjectIntent, ObjectPins
 from domain.principal import Principal
 
 TENANT = "t1"
@@ -64,6 +65,23 @@ def object_pins(body: bytes, idempotency_key: str = "o1",
 async def body_of(*parts: bytes) -> AsyncIterator[bytes]:
     for part in parts:
         yield part
+
+
+async def uploaded(sim: Simulation, idempotency_key: str = "o1", body: bytes = b"body",
+                   stream_id: str = "s", run_id: str = RUN) -> ObjectIntent:
+    """An object intent of ALICE's, prepared and its body uploaded (not committed)."""
+    intent, _ = await sim.service.objects.prepare(ALICE, run_id, stream_id,
+                                                  object_pins(body, idempotency_key))
+    await sim.service.objects.upload(ALICE, run_id, stream_id, intent.object_id, body_of(body))
+    return intent
+
+
+async def committed(sim: Simulation, idempotency_key: str = "o1", body: bytes = b"body",
+                    stream_id: str = "s", run_id: str = RUN) -> ObjectIntent:
+    """`uploaded`, then committed: the stream holds its object record."""
+    intent = await uploaded(sim, idempotency_key, body, stream_id, run_id)
+    await sim.service.objects.commit(ALICE, run_id, stream_id, intent.object_id)
+    return intent
 
 
 @dataclass
