@@ -203,8 +203,8 @@ class Settings(BaseSettings):
     its own, takes no token."""
     metrics_store_figures: bool = True
     """Read the whole store's outbox backlogs and consumer lag at each scrape (one query,
-    about 1 ms per 1,000 consumers). Every node reports the same figures: on a large
-    store, keep this on for one or two nodes only (ADR 0030)."""
+    whose cost grows with the consumers: ADR 0030). Every node reports the same figures:
+    on a large store, keep this on for one or two nodes only."""
     wait_service: Literal["none", "webhook", "notify", "memory", "dbos"] | None = None
     """Where input events go: `webhook` POSTs each to `webhook_url` (delivered: the receiver
     answered 2xx); `dbos` sends each to the run's DBOS workflow through the DBOS system
