@@ -265,7 +265,7 @@ class Settings(BaseSettings):
     """Streams one run may hold; a create past it is 409 `too_many_streams` (counted under
     the run's lock, so it holds across nodes)."""
     # Ceilings on the credit pins a client may declare at creation (422 above them). Each
-    # admits at least the SPEC default of its pin, so a definition without credit fits.
+    # admits at least the default of its pin, so a definition without credit fits.
     max_unread_items_ceiling: int = Field(10_000_000, ge=1000, le=MAX_UNREAD_ITEMS_CEILING)
     max_unread_bytes_ceiling: int = Field(256 * 1024**2, ge=8 * 1024**2, le=INT64_MAX)
     max_total_items_ceiling: int = Field(10_000_000, ge=100_000, le=INT64_MAX)
