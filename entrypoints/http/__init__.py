@@ -1,4 +1,4 @@
-"""The HTTP API (Litestar) of docs/api.md: routes, SSE, auth, problem+json errors."""
+"""The HTTP API (Litestar): routes of SPEC §3, SSE, auth, problem+json errors."""
 
 from entrypoints.http.app import create_app, create_asgi_app
 
