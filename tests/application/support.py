@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -99,6 +100,18 @@ def quiet_simulation(node: NodeSettings) -> QuietSimulation:
     sim = simulation(node, adjust=lambda ports: replace(ports, bus=reader_bus))
     assert isinstance(sim.ports.store, MemoryStreamStore)
     return QuietSimulation(sim.service, sim.ports.store, reader_bus)
+
+
+@asynccontextmanager
+async def following(service: RunnelService, principal: Principal, run_id: str,
+                    stream_id: str, after: int, **options: Any
+                    ) -> AsyncIterator[AsyncIterator[Frame]]:
+    """The frames of a follow opened with these arguments; the follow closes on exit."""
+    follow = await service.follower.open(principal, run_id, stream_id, after, **options)
+    try:
+        yield follow.frames()
+    finally:
+        await follow.close()
 
 
 async def next_frame(frames: AsyncIterator[Frame]) -> Frame:

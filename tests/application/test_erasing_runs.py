@@ -14,6 +14,7 @@ from tests.application.support import (
     append_numbers,
     committed,
     definition,
+    following,
     key,
     make_stream,
     next_non_keepalive,
@@ -124,11 +125,7 @@ async def test_a_caught_up_follower_ends_when_its_run_is_erased() -> None:
     sim = simulation()
     await make_stream(sim, "a")
     await append_numbers(sim, 1, 2, "a")
-    follow = await sim.service.follower.open(ALICE, RUN, "a", after=0)
-    frames = follow.frames()
-    try:
+    async with following(sim.service, ALICE, RUN, "a", after=0) as frames:
         assert await take_records(frames, 2) == [1, 2]
         await sim.service.lifecycle.erase_run(ADMIN, RUN)
         assert await next_non_keepalive(frames) == EndFrame(2)
-    finally:
-        await follow.close()
