@@ -1,5 +1,6 @@
-"""Fixtures the Postgres integration tests share: two processes' adapters on one database,
-and adapters that reach the database through a proxy a test can freeze."""
+"""Fixtures the Postgres integration tests share: two processes' adapters on one database
+(listening or not), and adapters that reach the database through a proxy a test can
+freeze."""
 
 from __future__ import annotations
 
@@ -23,6 +24,19 @@ async def nodes(pg_dsn: str) -> AsyncIterator[tuple[PostgresAdapters, PostgresAd
     finally:
         await a.close()
         await b.close()
+
+
+@pytest_asyncio.fixture
+async def writers(pg_dsn: str) -> AsyncIterator[tuple[PostgresAdapters, PostgresAdapters]]:  # noqa: F811
+    """Two processes' adapters on one database without LISTEN connections: each hears only
+    its own commits."""
+    first = await open_postgres(pg_dsn, migrate=False, listen=False)
+    second = await open_postgres(pg_dsn, migrate=False, listen=False)
+    try:
+        yield first, second
+    finally:
+        await first.close()
+        await second.close()
 
 
 @pytest.fixture
