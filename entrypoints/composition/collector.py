@@ -1,7 +1,7 @@
 """The garbage collector of a serving process, tuned for thousands of open subscriptions.
 
 Every open subscription holds a couple of hundred objects (its connection, request, task
-and coroutines), so a process with thousands of readers holds millions, and with
+and coroutines), so a process with thousands of readers holds a million or more, and with
 CPython's default thresholds delivering one record to them (a few objects allocated, and
 freed, per reader) runs collections that walk the whole heap (figures: ADR 0048).
 
