@@ -5,6 +5,7 @@ freeze."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
 import pytest_asyncio
@@ -14,29 +15,33 @@ from tests.integration.blackhole_proxy import BlackholeProxy
 from tests.pg import pg_dsn, pg_template  # noqa: F401  (fixtures)
 
 
+@asynccontextmanager
+async def two_processes(dsn: str, *, listen: bool
+                        ) -> AsyncIterator[tuple[PostgresAdapters, PostgresAdapters]]:
+    first = await open_postgres(dsn, migrate=False, listen=listen)
+    try:
+        second = await open_postgres(dsn, migrate=False, listen=listen)
+        try:
+            yield first, second
+        finally:
+            await second.close()
+    finally:
+        await first.close()
+
+
 @pytest_asyncio.fixture
 async def nodes(pg_dsn: str) -> AsyncIterator[tuple[PostgresAdapters, PostgresAdapters]]:  # noqa: F811
     """Two processes' adapters (each with its own LISTEN connection) on one database."""
-    a = await open_postgres(pg_dsn, migrate=False)
-    b = await open_postgres(pg_dsn, migrate=False)
-    try:
-        yield a, b
-    finally:
-        await a.close()
-        await b.close()
+    async with two_processes(pg_dsn, listen=True) as both:
+        yield both
 
 
 @pytest_asyncio.fixture
 async def writers(pg_dsn: str) -> AsyncIterator[tuple[PostgresAdapters, PostgresAdapters]]:  # noqa: F811
     """Two processes' adapters on one database without LISTEN connections: each hears only
     its own commits."""
-    first = await open_postgres(pg_dsn, migrate=False, listen=False)
-    second = await open_postgres(pg_dsn, migrate=False, listen=False)
-    try:
-        yield first, second
-    finally:
-        await first.close()
-        await second.close()
+    async with two_processes(pg_dsn, listen=False) as both:
+        yield both
 
 
 @pytest.fixture
