@@ -97,7 +97,7 @@ class Subscription:
     def _await_deadline(self, timeout: float) -> None:
         """A follow waits for the same deadline (its next keepalive tick) wake after wake:
         one timer serves all those waits, rather than a timer set and cancelled per wake
-        (a record to 5,000 readers was 5,000 of each)."""
+        (ADR 0048)."""
         loop = asyncio.get_running_loop()
         at = loop.time() + timeout
         if self._deadline is not None and abs(self._deadline_at - at) <= DEADLINE_SLACK:

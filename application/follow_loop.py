@@ -8,19 +8,15 @@
    repaired within one interval even under steady live chunks;
 4. repair: a wake that reveals a gap is served by reading the gap from the
    store first, and the gap is reported as evidence;
-5. end: `EndFrame("closed")` once a closed stream is delivered whole, and, for a
-   live follow, once its subscription has handed it the wake that says closed: the
-   bus orders that wake after every chunk published before the close (ADR 0056),
-   so each such chunk is served before `end`, and none published after. A close
-   learnt from a read waits for that wake; should it never come (a lost LISTEN
-   connection loses chunks too), the follow ends at a tick that finds nothing queued
-   once the close has been known a whole keepalive interval.
-   `EndFrame("token_expired")` when the credential that opened the follow expires,
-   `EndFrame("token_revoked")` when it (or the token it was minted from) is revoked
-   (`Follower.watch_revocations`), or `EndFrame("shutdown")` when the node drains
-   (`Follower.drain`). Nothing is sent after any of the last three; the reader
-   resumes from `last_sequence` (with a fresh credential, or at another node) and
-   loses nothing (ADR 0023, ADR 0029, ADR 0060).
+5. end: `EndFrame("closed")` once a closed stream is delivered whole and, for a live
+   follow, once its subscription handed it the closing wake, which the bus orders after
+   every chunk published before the close (ADR 0056); a close learnt from a read waits
+   for that wake, or for a tick that finds nothing queued a whole keepalive interval
+   after the close was known. `EndFrame("token_expired" | "token_revoked" | "shutdown")`
+   when the follow's credential expires, it (or the token it was minted from) is revoked
+   (`Follower.watch_revocations`), or the node drains (`Follower.drain`): nothing is sent
+   after them, and the reader resumes from `last_sequence` losing nothing (ADR 0023,
+   0029, 0060).
 
 The transport only turns frames into bytes; everything that decides what a
 reader sees lives here, and is tested with the in-memory bus. A follow is opened by

@@ -1,4 +1,4 @@
-"""The wire shapes of streams and records (SPEC §12), shared by HTTP, SSE and delivery."""
+"""The wire shapes of streams and records (docs/api.md), shared by HTTP, SSE and delivery."""
 
 from __future__ import annotations
 

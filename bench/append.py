@@ -1,10 +1,8 @@
-"""Append throughput through the application layer, beside the raw Postgres floor.
+"""Append throughput through the application layer, beside the raw Postgres floor (ADR 0003).
 
-Prints figures; never passes or fails. Runs against a throwaway database it
-creates and drops on the server of `RUNNEL_BENCH_PG_DSN` (an admin DSN,
-default `postgresql://postgres@127.0.0.1:5432/postgres`). Takes about a minute.
-Runs on uvloop, the loop `runnel serve` runs on (uvicorn picks it), for the floor
-and the application alike. Like pgbench, every run starts after a VACUUM.
+Prints figures; never passes or fails. Runs on uvloop (as `runnel serve` does), against a
+throwaway database on the server of `RUNNEL_BENCH_PG_DSN` (an admin DSN, default
+`postgresql://postgres@127.0.0.1:5432/postgres`), each run after a VACUUM, like pgbench.
 
     .venv/bin/python -m bench.append [--seconds 2] [--rounds 3] [--locked] [--max-group 1]
                                      [--only-window]

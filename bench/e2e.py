@@ -2,14 +2,14 @@
 passes or fails on them.
 
 1. Append → SSE delivery latency, p50/p99, at 1,000 appends/s with 100 subscribers
-   (targets: p50 ≤ 5 ms, p99 ≤ 10 ms, issue 15). Latency runs from just before the
+   (targets: p50 ≤ 5 ms, p99 ≤ 10 ms). Latency runs from just before the
    producer sends the append to the moment a subscriber has the whole frame; producer and
    subscribers share this process's clock.
 2. Fan-out: 5,000 concurrent SSE subscribers (distinct principals) on one server process.
    One record at a time, the time from its append to the moment the LAST subscriber has
-   it (target ≤ 0.3 s, issue 15; before frames were built once, 0.6–1.3 s), the server's
-   RSS per idle subscriber (before: 10–40 KiB), and `pg_stat_activity`: the process's pool
-   plus ONE LISTEN connection, whatever the number of readers.
+   it (target ≤ 0.3 s), the server's RSS per idle subscriber, and `pg_stat_activity`: the
+   process's pool plus ONE LISTEN connection, whatever the number of readers. Figures
+   from before and after a record's frame was built once: ADR 0048.
 3. Resume backfill of 100,000 records by one reader (target ≥ 20,000 records/s).
 
 Readers and the producer are minimal raw-socket HTTP/1.1 clients (no JSON parsing except
@@ -50,9 +50,6 @@ TARGET_P50_MS = 5.0
 TARGET_P99_MS = 10.0
 TARGET_BACKFILL_PER_SECOND = 20_000
 TARGET_FANOUT_SECONDS = 0.3
-BEFORE_FANOUT = "0.6–1.3 s"
-BEFORE_RSS_PER_READER = "10–40 KiB"
-"""Issue 15's figures from before a record's frame was built once per process."""
 
 
 class RawSubscriber:
@@ -377,11 +374,10 @@ async def fan_out(server: RunnelServer, admin_dsn: str, database: str, subscribe
           f"with every record: {complete}/{subscribers}")
     print(f"          one record to all {subscribers}: median {statistics.median(reach):.3f} s, "
           f"best {min(reach):.3f} s, worst {max(reach):.3f} s "
-          f"(target <= {TARGET_FANOUT_SECONDS} s; before: {BEFORE_FANOUT}); server CPU per "
+          f"(target <= {TARGET_FANOUT_SECONDS} s); server CPU per "
           f"record: median {statistics.median(cpu):.3f} s")
     print(f"          server RSS per idle subscriber: {per_reader:.1f} KiB "
-          f"({rss_before / 2**20:.0f} MiB before, {rss_idle / 2**20:.0f} MiB with the readers; "
-          f"before: {BEFORE_RSS_PER_READER})")
+          f"({rss_before / 2**20:.0f} MiB before, {rss_idle / 2**20:.0f} MiB with the readers)")
     print(f"          Postgres connections (pg_stat_activity): before readers {before}")
     print(f"          with {subscribers} readers: {during}")
     print(f"          after delivery: {after}")

@@ -1,4 +1,4 @@
-"""Appends over HTTP beside the echo floor of the same server stack, in one run (issue 15).
+"""Appends over HTTP beside the echo floor of the same server stack, in one run (ADR 0045, 0049).
 
 Prints figures; never passes or fails. Starts, in processes of their own:
 - the **echo floor**: a trivial Litestar handler that reads the body and answers a constant
@@ -8,14 +8,13 @@ Prints figures; never passes or fails. Starts, in processes of their own:
 - `runnel serve --no-workers` on a throwaway database it creates and drops on the server of
   `RUNNEL_BENCH_PG_DSN` (admin DSN, default `postgresql://postgres@127.0.0.1:5432/postgres`).
 
-This process is the load: `bench/rawhttp.py`, raw keep-alive sockets on uvloop, one request
-in flight per connection. Scenarios (fresh streams every round, so credit never binds):
-single-record appends at 1 and 16 connections on one hot stream, 16 connections on 16
-streams, and batches of 100 records at 8 connections on 8 streams. Each figure is the median
-of the rounds, with p50/p99 latency per request, the server's CPU time per request (user +
-system of its processes, from `/proc`: steadier than throughput on a shared box), and
-single appends as a ratio of the floor, by throughput and by CPU per request (the floor's
-CPU per request over theirs: what the ratio would be if both were CPU-bound).
+This process is the load: `bench/rawhttp.py`, one request in flight per connection.
+Scenarios (fresh streams every round, so credit never binds): single-record appends at 1
+and 16 connections on one hot stream, 16 connections on 16 streams, and batches of 100
+records at 8 connections on 8 streams. Each figure is the median of the rounds: p50/p99
+latency, the server's CPU time per request (from `/proc`), and single appends as a ratio
+of the floor, by throughput and by CPU per request (the floor's CPU per request over
+theirs: what the ratio would be if both were CPU-bound).
 
     .venv/bin/python -m bench.http [--seconds 5] [--rounds 3] [--processes 1,2] [--peers]
 

@@ -34,7 +34,7 @@ from typing import Any
 from domain.errors import ForbiddenContentClass, InvalidDefinition
 
 FORBIDDEN_CONTENT_CLASSES = frozenset({"model.reasoning.raw"})
-"""Raw hidden model reasoning (SPEC §2): never streamed."""
+"""Raw hidden model reasoning: no stream may carry it."""
 _SEPARATOR = r"[\W_]"
 """Anything but a letter or a digit."""
 _FORBIDDEN_FAMILY = re.compile("|".join(

@@ -5,9 +5,9 @@ Rules:
 - **Checked at creation only.** A definition is checked against the ceilings of the
   node that creates it; a stored definition is never re-judged (pins are immutable,
   and a lowered ceiling must not make existing streams unreadable).
-- **Every ceiling admits the SPEC defaults.** A definition that declares no credit
-  always fits, whatever the node is configured with (`entrypoints/composition/settings.py`
-  refuses a ceiling below its default).
+- **Every ceiling admits the default pins** (those of `CreditPins`). A definition that
+  declares no credit always fits, whatever the node is configured with
+  (`entrypoints/composition/settings.py` refuses a ceiling below its default).
 - **A refusal names the pin and the ceiling.** `invalid_definition` with
   `field: "credit.<pin>"` and `limit`, before anything is stored.
 """

@@ -41,8 +41,8 @@ class Draft(msgspec.Struct, frozen=True):
     """One record of an append batch: exactly one of `payload` (JSON), `data` (bytes), `object`.
 
     A frozen struct, not a frozen dataclass: one is made per record on the append path, and
-    a frozen dataclass's `__init__` (one `object.__setattr__` a field) cost ~1.6 µs of
-    it, this ~0.1 µs (ADR 0049)."""
+    a frozen dataclass's `__init__` (one `object.__setattr__` a field) costs far more
+    (figures: ADR 0049)."""
 
     content_type: str
     size: int

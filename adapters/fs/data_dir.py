@@ -4,8 +4,8 @@ Rules:
 - a missing directory is created 0700 (the umask can only narrow it; missing parents
   get the umask's modes: only the data directory itself holds anything);
 - an existing one of this user that its group or others may read or write loses those
-  bits (0755 becomes 0711), with a warning that says so (releases before this one made
-  it 0755). Execute-only stays: it lists nothing, and under root the embedded Postgres's
+  bits (0755 becomes 0711), with a warning that says so (tightened, not refused: ADR
+  0053). Execute-only stays: it lists nothing, and under root the embedded Postgres's
   system user must pass through it, also while another process is starting it
   (`adapters/postgres/embedded.py`);
 - one owned by another user is refused (`UnsafeDataDir`): whoever owns it could have

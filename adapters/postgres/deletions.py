@@ -3,10 +3,8 @@
 Rules (same as the memory outbox):
 - rows are written by units of work (`queue_deletions`), in the transaction of
   the change that made the body unneeded, one row per body;
-- a row is claimable when `not_before` is due and no live lease covers it;
-  claiming sets `claimed_by` and `lease_until` (`FOR UPDATE SKIP LOCKED`, so
-  several workers never wait on or share a row); a dead worker's rows come back
-  when its lease expires;
+- a row is claimable when `not_before` is due and no live lease covers it; it is
+  claimed by the lease rule of `leases.py`;
 - completing removes the row; postponing releases the claim until a later time;
 - every claim, completion and postponement asserts in its own statement that the
   node's region is not fenced (`fences.py`): a fenced node claims nothing, so it
@@ -23,45 +21,43 @@ import asyncpg
 
 from adapters.postgres.fences import assert_unfenced, refused_when_fenced
 from adapters.postgres.ids import stream_id
+from adapters.postgres.leases import LEASED, RELEASED, claim, free
 from application.ports.outboxes import BodyDeletion
 from domain.identifiers import StreamKey
 
-_CLAIM = f"""
-WITH due AS (
+
+def _claim(picked: str) -> str:
+    """Lease the rows of the CTE `picked` (`id` and the stream's key) and return them."""
+    return f"""
+WITH {picked}
+UPDATE deletion_outbox AS d SET {LEASED}
+FROM picked
+WHERE d.id = picked.id AND {assert_unfenced("$6")}
+RETURNING d.id, picked.tenant, picked.run_id, picked.stream_id, d.region, d.object_key,
+          d.attempts, d.last_error, d.not_before
+"""
+
+
+_CLAIM = _claim(f"""picked AS (
     SELECT d.id, s.tenant, s.run_id, s.stream_id FROM deletion_outbox AS d
     LEFT JOIN streams AS s ON s.id = d.stream
-    WHERE d.not_before <= $2 AND (d.lease_until IS NULL OR d.lease_until <= $2)
+    WHERE d.not_before <= $2 AND {free("d")}
       AND CASE WHEN s.id IS NULL THEN d.region = $5
                ELSE s.definition->'placement'->>'metadata_home' = $5 END
     ORDER BY d.not_before, d.id
     LIMIT $4
     FOR UPDATE OF d SKIP LOCKED
-)
-UPDATE deletion_outbox AS d
-SET claimed_by = $1, lease_until = $2 + make_interval(secs => $3)
-FROM due
-WHERE d.id = due.id AND {assert_unfenced("$6")}
-RETURNING d.id, due.tenant, due.run_id, due.stream_id, d.region, d.object_key, d.attempts,
-          d.last_error, d.not_before
-"""
+)""")
 
-_CLAIM_BODIES = f"""
-WITH wanted AS (
+_CLAIM_BODIES = _claim(f"""picked AS (
     SELECT d.id, s.tenant, s.run_id, s.stream_id FROM deletion_outbox AS d
     JOIN unnest($4::text[], $5::text[]) AS b(region, object_key)
         ON d.region = b.region AND d.object_key = b.object_key
     LEFT JOIN streams AS s ON s.id = d.stream
-    WHERE d.lease_until IS NULL OR d.lease_until <= $2
+    WHERE {free("d")}
     ORDER BY d.id
     FOR UPDATE OF d SKIP LOCKED
-)
-UPDATE deletion_outbox AS d
-SET claimed_by = $1, lease_until = $2 + make_interval(secs => $3)
-FROM wanted
-WHERE d.id = wanted.id AND {assert_unfenced("$6")}
-RETURNING d.id, wanted.tenant, wanted.run_id, wanted.stream_id, d.region, d.object_key,
-          d.attempts, d.last_error, d.not_before
-"""
+)""")
 
 _COMPLETE = f"DELETE FROM deletion_outbox WHERE id = $1 AND {assert_unfenced('$2')}"
 
@@ -72,7 +68,7 @@ WHERE stream = $1 AND claimed_by IS NOT NULL AND lease_until > $2
 
 _POSTPONE = f"""
 UPDATE deletion_outbox
-SET not_before = $2, claimed_by = NULL, lease_until = NULL,
+SET not_before = $2, {RELEASED},
     attempts = attempts + CASE WHEN $3::text IS NULL THEN 0 ELSE 1 END,
     last_error = coalesce($3, last_error)
 WHERE id = $1 AND {assert_unfenced("$4")}
@@ -97,9 +93,8 @@ class PostgresDeletionOutbox:
                     limit: int, home: str) -> Sequence[BodyDeletion]:
         if limit <= 0:
             return []
-        with refused_when_fenced(self._region):
-            rows = await self._pool.fetch(_CLAIM, worker, now, float(lease_seconds), limit,
-                                          home, self._region)
+        rows = await claim(self._pool, _CLAIM, self._region, worker, now, lease_seconds,
+                           limit, home)
         ordered = sorted(rows, key=lambda row: (row["not_before"], row["id"]))
         return [_deletion(row) for row in ordered]
 
@@ -107,10 +102,8 @@ class PostgresDeletionOutbox:
                            now: datetime, lease_seconds: float) -> Sequence[BodyDeletion]:
         if not bodies:
             return []
-        with refused_when_fenced(self._region):
-            rows = await self._pool.fetch(_CLAIM_BODIES, worker, now, float(lease_seconds),
-                                          [region for region, _ in bodies],
-                                          [key for _, key in bodies], self._region)
+        rows = await claim(self._pool, _CLAIM_BODIES, self._region, worker, now, lease_seconds,
+                           [region for region, _ in bodies], [key for _, key in bodies])
         return [_deletion(row) for row in sorted(rows, key=lambda row: row["id"])]
 
     async def in_flight(self, stream: StreamKey, now: datetime) -> int:

@@ -2,17 +2,14 @@
 
 Rules (same as the memory outbox):
 - a row is claimable when it is neither done nor dead, its next attempt is due
-  and no live lease covers it; claiming sets `claimed_by` and `lease_until`;
+  and no live lease covers it; it is claimed by the lease rule of `leases.py`;
 - each stream is a line (ADR 0057): a claim takes a stream's rows only by taking
   its head (its lowest row neither done nor dead) with `FOR UPDATE SKIP LOCKED`,
   then the claimable rows right behind it; a worker that skips a locked head takes
   nothing of that stream, and once the head is leased no claim passes it. Rows
   done stay done, so a head read from an older snapshot is never behind the real
   one; only a re-driven dead letter can come back below a line that is out;
-- several workers claim at once without waiting on or double-claiming each
-  other's rows; a dead worker's rows come back when its lease expires;
-- `now` comes from the caller's clock, so leases and backoff follow the
-  application's time, not the database's;
+- `now` comes from the caller's clock, so backoff follows the application's time too;
 - every row a claim or an outcome writes asserts, in the statement that writes it,
   that the node's region is not fenced (`fences.py`): a fenced node claims and
   settles nothing;
@@ -32,8 +29,16 @@ import asyncpg
 
 from adapters.postgres.fences import assert_unfenced, refused_when_fenced
 from adapters.postgres.ids import stream_id
+from adapters.postgres.leases import LEASED, RELEASED, claim, free
 from application.ports.outboxes import Delivery, DeliveryRedrive
 from domain.identifiers import StreamKey
+
+
+def _claimable(alias: str) -> str:
+    """True for a row of `alias` (neither done nor dead) whose next attempt is due and
+    that no live lease covers, at `$2`."""
+    return f"(({alias}.next_attempt_at IS NULL OR {alias}.next_attempt_at <= $2) AND {free(alias)})"
+
 
 _CLAIM = f"""
 WITH RECURSIVE lines AS (
@@ -50,16 +55,14 @@ WITH RECURSIVE lines AS (
     FROM lines JOIN input_deliveries AS d USING (stream, sequence)
     JOIN streams AS s ON s.id = d.stream
     WHERE NOT d.done AND NOT d.dead AND s.definition->'placement'->>'metadata_home' = $5
-      AND (d.next_attempt_at IS NULL OR d.next_attempt_at <= $2)
-      AND (d.lease_until IS NULL OR d.lease_until <= $2)
+      AND {_claimable("d")}
     ORDER BY s.tenant, s.run_id, s.stream_id
     LIMIT $4
     FOR UPDATE OF d SKIP LOCKED
 ), line AS (
     SELECT h.tenant, h.run_id, h.stream_id, r.stream, r.sequence,
            row_number() OVER w AS place,
-           bool_and((r.next_attempt_at IS NULL OR r.next_attempt_at <= $2)
-                    AND (r.lease_until IS NULL OR r.lease_until <= $2)) OVER w AS open
+           bool_and({_claimable("r")}) OVER w AS open
     FROM heads AS h CROSS JOIN LATERAL (
         SELECT stream, sequence, next_attempt_at, lease_until FROM input_deliveries
         WHERE stream = h.stream AND sequence >= h.sequence AND NOT done AND NOT dead
@@ -70,14 +73,13 @@ WITH RECURSIVE lines AS (
     ORDER BY place, tenant, run_id, stream_id LIMIT $4
 )
 UPDATE input_deliveries AS d
-SET claimed_by = $1, lease_until = $2 + make_interval(secs => $3)
+SET {LEASED}
 FROM taken, streams AS s
 WHERE d.stream = taken.stream AND d.sequence = taken.sequence AND s.id = d.stream
   AND NOT d.done AND NOT d.dead
   -- Checked again on the row as it is once locked: another claim may have taken a row
   -- behind a re-driven head meanwhile.
-  AND (d.next_attempt_at IS NULL OR d.next_attempt_at <= $2)
-  AND (d.lease_until IS NULL OR d.lease_until <= $2)
+  AND {_claimable("d")}
   AND {assert_unfenced("$6")}
 RETURNING s.tenant, s.run_id, s.stream_id, d.sequence, d.attempts, d.claimed_by,
           d.last_error, d.dead
@@ -88,19 +90,18 @@ _COMPLETE = "UPDATE input_deliveries SET done = true, lease_until = NULL " \
 
 _RETRY = f"""
 UPDATE input_deliveries
-SET attempts = attempts + 1, last_error = $3, next_attempt_at = $4, claimed_by = NULL,
-    lease_until = NULL
+SET attempts = attempts + 1, last_error = $3, next_attempt_at = $4, {RELEASED}
 WHERE stream = $1 AND sequence = $2 AND {assert_unfenced("$5")}
 """
 
 _DEAD_LETTER = f"""
 UPDATE input_deliveries
-SET attempts = attempts + 1, last_error = $3, dead = true, claimed_by = NULL, lease_until = NULL
+SET attempts = attempts + 1, last_error = $3, dead = true, {RELEASED}
 WHERE stream = $1 AND sequence = $2 AND {assert_unfenced("$4")}
 """
 
 _RELEASE = f"""
-UPDATE input_deliveries SET claimed_by = NULL, lease_until = NULL
+UPDATE input_deliveries SET {RELEASED}
 WHERE stream = $1 AND sequence = ANY($2::bigint[]) AND claimed_by = $3 AND NOT done
   AND {assert_unfenced("$4")}
 """
@@ -112,8 +113,7 @@ WITH live AS (
                                     WHERE e.tenant = s.tenant AND e.run_id = s.run_id)
 ), reset AS (
     UPDATE input_deliveries AS d
-    SET dead = false, attempts = 0, last_error = NULL, next_attempt_at = NULL,
-        claimed_by = NULL, lease_until = NULL
+    SET dead = false, attempts = 0, last_error = NULL, next_attempt_at = NULL, {RELEASED}
     FROM live
     WHERE d.stream = live.id AND d.sequence = ANY($2::bigint[]) AND d.dead
       AND {assert_unfenced("$5")}
@@ -157,9 +157,8 @@ class PostgresDeliveryOutbox:
                     limit: int, home: str) -> Sequence[Delivery]:
         if limit <= 0:
             return []
-        with refused_when_fenced(self._region):
-            rows = await self._pool.fetch(_CLAIM, worker, now, float(lease_seconds), limit,
-                                          home, self._region)
+        rows = await claim(self._pool, _CLAIM, self._region, worker, now, lease_seconds,
+                           limit, home)
         return sorted((_delivery(row) for row in rows),
                       key=lambda delivery: (delivery.stream, delivery.sequence))
 

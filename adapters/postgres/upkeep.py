@@ -11,10 +11,10 @@ Rules:
   TTL; the bound is computed from the stream row read by the same statement, so a
   receipt committed meanwhile (above the head it read) is never taken;
 - of an erased stream not under legal hold whose records went, everything goes but the
-  stream row (it
-  answers `run_erased`, like the run's mark): first its events and its intents'
-  events, then, once those are gone, the rest. Deletion-outbox rows stay: their bodies
-  still have to go;
+  stream row (it answers `run_erased`, like the run's mark): first its events and its
+  intents' events, then, once those are gone, the rest. Deletion-outbox rows stay: their
+  bodies still have to go;
+- every batched delete is built by `_batch_gone` (one shape: pick by index, delete by key);
 - writes assert that the node's region is not fenced (`fences.py`).
 """
 
@@ -38,28 +38,46 @@ ORDER BY tenant, run_id, stream_id
 LIMIT $5
 """
 
-_COMPACT_EVENTS = f"""
-WITH owners AS (
-    SELECT id, version - $2 AS through FROM streams
-    WHERE id = ANY($1::uuid[])
-    UNION ALL
-    SELECT id, version - $2 FROM object_intents WHERE stream = ANY($1::uuid[])
-), doomed AS (
-    SELECT o.id, e.originator_version FROM owners AS o
+
+def _batch_gone(name: str, table: str, owner: str, key: str, *, owners: str, limit: str,
+                fence: str, within: str = "", order: str = "") -> str:
+    """The CTEs `{name}_doomed` and `{name}_gone`: delete up to `limit` rows of `table`
+    whose `owner` column is the `id` of a row `o` of `owners`, at most `limit` per owner
+    and in all, each picked by (`owner`, `key`) through an index (and kept by `within`)."""
+    kept = f" AND {within}" if within else ""
+    ordered = f" ORDER BY {order}" if order else ""
+    return f"""
+{name}_doomed AS (
+    SELECT o.id AS owner, x.{key} FROM {owners} AS o
     CROSS JOIN LATERAL (
-        SELECT originator_version FROM stream_events
-        WHERE originator_id = o.id AND originator_version <= o.through
-        ORDER BY originator_version LIMIT $3
-    ) AS e
-    LIMIT $3
-), gone AS (
-    DELETE FROM stream_events AS e USING doomed AS d
-    WHERE e.originator_id = d.id AND e.originator_version = d.originator_version
-      AND {assert_unfenced("$4")}
+        SELECT {key} FROM {table} WHERE {owner} = o.id{kept}{ordered} LIMIT {limit}
+    ) AS x
+    LIMIT {limit}
+), {name}_gone AS (
+    DELETE FROM {table} AS t USING {name}_doomed AS d
+    WHERE t.{owner} = d.owner AND t.{key} = d.{key} AND {assert_unfenced(fence)}
     RETURNING 1
-)
-SELECT count(*) FROM gone
+)"""
+
+
+def _events_gone(*, bounded: bool, limit: str, fence: str) -> str:
+    """Delete events of the streams $1 and of their object intents, oldest first; `bounded`:
+    only those at or below `version - $2` of their aggregate's row."""
+    through = "version - $2" if bounded else "version"
+    within = "originator_version <= o.through" if bounded else ""
+    return f"""
+WITH owners AS (
+    SELECT id, {through} AS through FROM streams WHERE id = ANY($1::uuid[])
+    UNION ALL
+    SELECT id, {through} FROM object_intents WHERE stream = ANY($1::uuid[])
+), {_batch_gone("events", "stream_events", "originator_id", "originator_version",
+                owners="owners", within=within, order="originator_version", limit=limit,
+                fence=fence)}
+SELECT count(*) FROM events_gone
 """
+
+
+_COMPACT_EVENTS = _events_gone(bounded=True, limit="$3", fence="$4")
 
 # The first receipt recorded after a cutoff, by sequence: all below it are older (a
 # receipt is recorded by the transaction that assigned its sequence, so time and
@@ -77,20 +95,9 @@ WITH bounds AS (
             ORDER BY r.sequence LIMIT 1), s.head) END)
     ) AS through
     FROM streams AS s WHERE s.id = ANY($1::uuid[])
-), doomed AS (
-    SELECT b.id, r.idempotency_key FROM bounds AS b
-    CROSS JOIN LATERAL (
-        SELECT idempotency_key FROM append_receipts
-        WHERE stream = b.id AND sequence <= b.through ORDER BY sequence LIMIT $4
-    ) AS r
-    LIMIT $4
-), gone AS (
-    DELETE FROM append_receipts AS r USING doomed AS d
-    WHERE r.stream = d.id AND r.idempotency_key = d.idempotency_key
-      AND {assert_unfenced("$5")}
-    RETURNING 1
-)
-SELECT count(*) FROM gone
+), {_batch_gone("receipts", "append_receipts", "stream", "idempotency_key", owners="bounds",
+                within="sequence <= o.through", order="sequence", limit="$4", fence="$5")}
+SELECT count(*) FROM receipts_gone
 """
 
 # Erased with its records gone (a stream sealed under a hold keeps them until erased again).
@@ -99,59 +106,19 @@ SELECT id FROM streams
 WHERE id = ANY($1::uuid[]) AND erased AND NOT legal_hold AND earliest = head + 1
 """
 
-_ERASED_EVENTS = f"""
-WITH owners AS (
-    SELECT id FROM streams WHERE id = ANY($1::uuid[])
-    UNION ALL
-    SELECT id FROM object_intents WHERE stream = ANY($1::uuid[])
-), doomed AS (
-    SELECT o.id, e.originator_version FROM owners AS o
-    CROSS JOIN LATERAL (
-        SELECT originator_version FROM stream_events WHERE originator_id = o.id
-        ORDER BY originator_version LIMIT $2
-    ) AS e
-    LIMIT $2
-), gone AS (
-    DELETE FROM stream_events AS e USING doomed AS d
-    WHERE e.originator_id = d.id AND e.originator_version = d.originator_version
-      AND {assert_unfenced("$3")}
-    RETURNING 1
-)
-SELECT count(*) FROM gone
-"""
+_ERASED_EVENTS = _events_gone(bounded=False, limit="$2", fence="$3")
 
+_ERASED_ROWS = {"append_receipts": "idempotency_key", "records": "sequence",
+                "consumers": "consumer_id", "input_deliveries": "sequence",
+                "delivery_redrives": "id", "gap_evidence": "id", "object_intents": "id"}
+"""Every table that holds an erased stream's rows (by its `stream`), with its key."""
 
-def _erased_rows(table: str, key: str) -> str:
-    """Delete up to $2 rows of `table` belonging to the streams $1 (by its `stream`)."""
-    return f"""
-    {table}_gone AS (
-        DELETE FROM {table} AS t USING (
-            SELECT x.stream, x.{key} FROM unnest($1::uuid[]) AS g(id)
-            CROSS JOIN LATERAL (
-                SELECT stream, {key} FROM {table} WHERE stream = g.id LIMIT $2
-            ) AS x
-            LIMIT $2
-        ) AS d
-        WHERE t.stream = d.stream AND t.{key} = d.{key} AND {assert_unfenced("$3")}
-        RETURNING 1
-    )"""
-
-
-_ERASED_REST = "WITH" + ",".join([
-    _erased_rows("append_receipts", "idempotency_key"),
-    _erased_rows("records", "sequence"),
-    _erased_rows("consumers", "consumer_id"),
-    _erased_rows("input_deliveries", "sequence"),
-    _erased_rows("delivery_redrives", "id"),
-    _erased_rows("gap_evidence", "id"),
-    _erased_rows("object_intents", "id"),
-]) + """
+_ERASED_REST = "WITH erased AS (SELECT unnest($1::uuid[]) AS id)," + ",".join(
+    _batch_gone(table, table, "stream", key, owners="erased", limit="$2", fence="$3")
+    for table, key in _ERASED_ROWS.items()) + f"""
 SELECT (SELECT count(*) FROM append_receipts_gone) AS receipts,
-       (SELECT count(*) FROM records_gone) + (SELECT count(*) FROM consumers_gone)
-           + (SELECT count(*) FROM input_deliveries_gone)
-           + (SELECT count(*) FROM delivery_redrives_gone)
-           + (SELECT count(*) FROM gap_evidence_gone)
-           + (SELECT count(*) FROM object_intents_gone) AS others
+       {" + ".join(f"(SELECT count(*) FROM {table}_gone)"
+                   for table in _ERASED_ROWS if table != "append_receipts")} AS others
 """
 
 _PURGE = f"""

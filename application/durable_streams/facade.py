@@ -308,7 +308,7 @@ class DurableStreams:
     async def _delete(self, principal: Principal, entry: FacadeEntry) -> None:
         """Erase the run; drop the entry unless forks of it remain; then drop every deleted
         source up the chain that this left without forks. A stream under legal hold is
-        not deleted (SPEC: while held nothing of it is deleted)."""
+        not deleted (while held, nothing of it is deleted)."""
         stream = await self._service.definitions.get_for_writing(principal, entry.run_id,
                                                                  FACADE_STREAM)
         if stream.legal_hold:

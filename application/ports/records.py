@@ -50,7 +50,7 @@ class StoredRecord:
         """The record a validated draft becomes once `sequence` (and its byte offset) is
         assigned to it: what `cls(...)` with these fields makes, its instance dict filled in
         one step. One is made per appended record, and the frozen `__init__` (one
-        `object.__setattr__` a field) cost three times as much; the fields' names are
+        `object.__setattr__` a field) costs more (figures: ADR 0049); the fields' names are
         checked against this dict's keys by `tests/application/test_stored_record.py`."""
         text = draft.payload_json
         if text is None and draft.has_payload:

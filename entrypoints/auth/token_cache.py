@@ -1,4 +1,4 @@
-"""Verify a bearer token once, not on every request (issue 15, ADR 0044).
+"""Verify a bearer token once, not on every request (ADR 0044).
 
 Rules:
 - only a successful verification is kept; a failure is never cached, so a bad, expired or

@@ -1,18 +1,16 @@
 """The garbage collector of a serving process, tuned for thousands of open subscriptions.
 
 Every open subscription holds a couple of hundred objects (its connection, request, task
-and coroutines), so a process with 5,000 readers holds over a million. With CPython's
-default thresholds, delivering ONE record to those readers (a few objects allocated, and
-freed, per reader) ran a young collection every 700 allocations and, every couple of
-records, a full one that walked the whole heap: measured, more than half of the
-process's CPU time for the fan-out (ADR 0048).
+and coroutines), so a process with thousands of readers holds a million or more, and with
+CPython's default thresholds delivering one record to them (a few objects allocated, and
+freed, per reader) runs collections that walk the whole heap (figures: ADR 0048).
 
 So a serving process:
 - freezes what start-up built (modules, the app, its settings), which lives as long as
   the process: no collection walks it again;
 - collects the young generation every `YOUNG_THRESHOLD` allocations instead of 700.
   Reference counting frees almost everything at once anyway; the collector is only for
-  cycles, and a young generation of this size is walked in about a millisecond.
+  cycles.
 """
 
 from __future__ import annotations

@@ -216,8 +216,8 @@ class Settings(BaseSettings):
     its own, takes no token."""
     metrics_store_figures: bool = True
     """Read the whole store's outbox backlogs and consumer lag at each scrape (one query,
-    about 1 ms per 1,000 consumers). Every node reports the same figures: on a large
-    store, keep this on for one or two nodes only (ADR 0030)."""
+    whose cost grows with the consumers: ADR 0030). Every node reports the same figures:
+    on a large store, keep this on for one or two nodes only."""
     wait_service: Literal["none", "webhook", "notify", "memory", "dbos"] | None = None
     """Where input events go: `webhook` POSTs each to `webhook_url` (delivered: the receiver
     answered 2xx); `dbos` sends each to the run's DBOS workflow through the DBOS system
@@ -278,7 +278,7 @@ class Settings(BaseSettings):
     """Streams one run may hold; a create past it is 409 `too_many_streams` (counted under
     the run's lock, so it holds across nodes)."""
     # Ceilings on the credit pins a client may declare at creation (422 above them). Each
-    # admits at least the SPEC default of its pin, so a definition without credit fits.
+    # admits at least the default of its pin, so a definition without credit fits.
     max_unread_items_ceiling: int = Field(10_000_000, ge=1000, le=MAX_UNREAD_ITEMS_CEILING)
     max_unread_bytes_ceiling: int = Field(256 * 1024**2, ge=8 * 1024**2, le=INT64_MAX)
     max_total_items_ceiling: int = Field(10_000_000, ge=100_000, le=INT64_MAX)

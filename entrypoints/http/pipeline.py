@@ -1,9 +1,8 @@
 """The request rules the outermost layer applies to every HTTP request (ADR 0049).
 
 `RequestIds` (`request_ids.py`) is the one pure-ASGI layer between the event-stream
-transport and Litestar; given these rules it also does, in the same call and the same
-`send` wrapper, what three Litestar middlewares did (and, since a route had middleware,
-a second exception-handling layer that Litestar puts around each route):
+transport and Litestar; it applies these rules in the same call and the same `send`
+wrapper, so no route has Litestar middleware:
 
 - **Header limit.** Request headers are bounded before any work: their total size is
   checked on arrival. The ASGI server refuses anything larger than twice this ceiling

@@ -1,4 +1,4 @@
-"""The published shapes of successful responses (SPEC §12), for the OpenAPI document.
+"""The published shapes of successful responses (docs/api.md), for the OpenAPI document.
 
 Each shape lists the fields a client may rely on (`required`) and leaves room for fields
 added later (no `additionalProperties: false`). The schemathesis run in `make test`

@@ -1,5 +1,5 @@
 """The route table: which handler answers which method and path, with its status code,
-body ceiling and documentation. Paths follow SPEC §3, below `/api/workflow-streams`."""
+body ceiling and documentation. Paths, below `/api/workflow-streams`: docs/api.md."""
 
 from __future__ import annotations
 
@@ -137,7 +137,8 @@ def api_router(settings: Settings, callers: Callers) -> Router:
 
 
 def object_handlers(settings: Settings) -> list[HTTPRouteHandler]:
-    """SPEC §7 and §12. Only the upload takes a large body (up to 32 MiB, streamed)."""
+    """Large objects (docs/api.md). Only the upload takes a large body (up to 32 MiB,
+    streamed)."""
     small = settings.max_body_bytes
     return [
         post(OBJECTS, status_code=201, request_max_body_size=small,

@@ -1,10 +1,12 @@
-"""What the application tests share: principals, a service on in-memory adapters, frame helpers."""
+"""What the application tests share: principals, a service on in-memory adapters, objects
+uploaded and committed, frame helpers."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -16,7 +18,7 @@ from application.follow_loop import Frame, KeepaliveFrame, RecordFrame
 from application.node import NodeSettings
 from application.service import RunnelService
 from domain.identifiers import StreamKey
-from domain.object_intent import ObjectPins
+from domain.object_intent import ObjectIntent, ObjectPins
 from domain.principal import Principal
 
 TENANT = "t1"
@@ -66,6 +68,23 @@ async def body_of(*parts: bytes) -> AsyncIterator[bytes]:
         yield part
 
 
+async def uploaded(sim: Simulation, idempotency_key: str = "o1", body: bytes = b"body",
+                   stream_id: str = "s", run_id: str = RUN) -> ObjectIntent:
+    """An object intent of ALICE's, prepared and its body uploaded (not committed)."""
+    intent, _ = await sim.service.objects.prepare(ALICE, run_id, stream_id,
+                                                  object_pins(body, idempotency_key))
+    await sim.service.objects.upload(ALICE, run_id, stream_id, intent.object_id, body_of(body))
+    return intent
+
+
+async def committed(sim: Simulation, idempotency_key: str = "o1", body: bytes = b"body",
+                    stream_id: str = "s", run_id: str = RUN) -> ObjectIntent:
+    """`uploaded`, then committed: the stream holds its object record."""
+    intent = await uploaded(sim, idempotency_key, body, stream_id, run_id)
+    await sim.service.objects.commit(ALICE, run_id, stream_id, intent.object_id)
+    return intent
+
+
 @dataclass
 class QuietSimulation:
     """The service whose store rings a bell nobody listens to: readers hear only what a test
@@ -81,6 +100,18 @@ def quiet_simulation(node: NodeSettings) -> QuietSimulation:
     sim = simulation(node, adjust=lambda ports: replace(ports, bus=reader_bus))
     assert isinstance(sim.ports.store, MemoryStreamStore)
     return QuietSimulation(sim.service, sim.ports.store, reader_bus)
+
+
+@asynccontextmanager
+async def following(service: RunnelService, principal: Principal, run_id: str,
+                    stream_id: str, after: int, **options: Any
+                    ) -> AsyncIterator[AsyncIterator[Frame]]:
+    """The frames of a follow opened with these arguments; the follow closes on exit."""
+    follow = await service.follower.open(principal, run_id, stream_id, after, **options)
+    try:
+        yield follow.frames()
+    finally:
+        await follow.close()
 
 
 async def next_frame(frames: AsyncIterator[Frame]) -> Frame:

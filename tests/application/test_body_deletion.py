@@ -15,20 +15,18 @@ from tests.application.support import (
     ALICE,
     RUN,
     append_numbers,
-    body_of,
+    committed,
     fake_clock,
     key,
     make_stream,
-    object_pins,
+    uploaded,
 )
 
 
 async def pruned_object(sim: Simulation) -> ObjectIntent:
     """A committed object whose record retention removed: its body is queued for deletion."""
     await make_stream(sim, retention={"max_records": 1})
-    intent, _ = await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(b"body"))
-    await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(b"body"))
-    await sim.service.objects.commit(ALICE, RUN, "s", intent.object_id)
+    intent = await committed(sim)
     await append_numbers(sim, 1, 1)
     await sim.service.retention.prune(key())
     assert sim.ports.deletions.queued() == [("local", intent.object_key)]
@@ -116,8 +114,7 @@ async def test_abort_under_legal_hold_keeps_the_body_until_the_hold_is_released(
     sim = simulation()
     clock = fake_clock(sim)
     await make_stream(sim)
-    intent, _ = await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(b"body"))
-    await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(b"body"))
+    intent = await uploaded(sim)
     await sim.service.lifecycle.set_legal_hold(ADMIN, RUN, "s", True, "audit")
     await sim.service.objects.abort(ALICE, RUN, "s", intent.object_id)
     assert sim.ports.objects.keys("local") == [intent.object_key]
@@ -131,8 +128,7 @@ async def test_abort_under_legal_hold_keeps_the_body_until_the_hold_is_released(
 async def test_abort_deletes_at_once_through_the_outbox() -> None:
     sim = simulation()
     await make_stream(sim)
-    intent, _ = await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(b"body"))
-    await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(b"body"))
+    intent = await uploaded(sim)
     await sim.service.objects.abort(ALICE, RUN, "s", intent.object_id)
     assert sim.ports.objects.keys("local") == []
     assert sim.ports.deletions.queued() == []  # claimed, deleted, completed
@@ -172,9 +168,7 @@ async def test_placing_a_hold_waits_for_a_deletion_already_under_way() -> None:
     deleter = BodyDeleter(sim.ports.deletions, sim.ports.store, gated, sim.ports.clock,
                           NodeSettings())
     first = await pruned_object(sim)
-    second, _ = await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(b"2nd", "o2"))
-    await sim.service.objects.upload(ALICE, RUN, "s", second.object_id, body_of(b"2nd"))
-    await sim.service.objects.commit(ALICE, RUN, "s", second.object_id)
+    second = await committed(sim, "o2", b"2nd")
     await append_numbers(sim, 2, 2)
     await sim.service.retention.prune(key())
     assert len(sim.ports.deletions.queued()) == 2

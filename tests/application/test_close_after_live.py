@@ -25,6 +25,7 @@ from tests.application.support import (
     RUN,
     definition,
     drain,
+    following,
     key,
     next_frame,
     quiet_simulation,
@@ -117,17 +118,13 @@ async def test_a_reader_late_to_its_queue_gets_the_chunks_before_the_end_of_a_lo
     the backstop ends the follow only at a tick with nothing queued, an interval later."""
     quiet = quiet_simulation(NodeSettings(keepalive_seconds=0.05))
     await quiet.service.definitions.create(ALICE, RUN, definition())
-    follow = await quiet.service.follower.open(ALICE, RUN, "s", after=0, live=True)
-    frames = follow.frames()
-    try:
+    async with following(quiet.service, ALICE, RUN, "s", after=0, live=True) as frames:
         assert isinstance(await next_frame(frames), KeepaliveFrame)
         for seq in (1, 2, 3):
             quiet.reader_bus.hub.deliver_live(LiveChunk(key(), seq, f"c{seq}"))
         await quiet.service.lifecycle.close(ALICE, RUN, "s")
         await asyncio.sleep(0.2)  # four ticks due before the reader takes its next frame
         rest = await drain(frames)
-    finally:
-        await follow.close()
     assert quiet.reader_bus.published_wakes == 0
     assert [frame.chunk.data for frame in rest if isinstance(frame, LiveFrame)] == [
         "c1", "c2", "c3"]
@@ -140,21 +137,17 @@ async def test_a_close_learnt_from_a_read_waits_for_its_wake_and_the_chunks_befo
     closing wake, and serves what comes before it."""
     quiet = quiet_simulation(NodeSettings(keepalive_seconds=1.0))
     await quiet.service.definitions.create(ALICE, RUN, definition())
-    follow = await quiet.service.follower.open(ALICE, RUN, "s", after=0, live=True)
-    frames = follow.frames()
-    try:
+    async with following(quiet.service, ALICE, RUN, "s", after=0, live=True) as frames:
         await quiet.service.lifecycle.close(ALICE, RUN, "s")
         assert isinstance(await next_frame(frames), KeepaliveFrame)
-        following = asyncio.create_task(anext(frames))  # the tick's read shows the close
+        pending = asyncio.create_task(anext(frames))  # the tick's read shows the close
         for _ in range(10):
             await asyncio.sleep(0)
-        assert not following.done()
+        assert not pending.done()
         quiet.reader_bus.hub.deliver_live(LiveChunk(key(), 1, "in flight"))
         quiet.reader_bus.hub.deliver_wake(Wake(key(), 0, True, ()))
-        first = await asyncio.wait_for(following, FRAME_TIMEOUT)
+        first = await asyncio.wait_for(pending, FRAME_TIMEOUT)
         rest = await drain(frames)
-    finally:
-        await follow.close()
     assert isinstance(first, LiveFrame) and first.chunk.data == "in flight"
     assert rest == [EndFrame(0)]
 

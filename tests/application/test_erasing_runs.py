@@ -12,13 +12,15 @@ from tests.application.support import (
     ALICE,
     RUN,
     append_numbers,
-    body_of,
+    committed,
     definition,
+    following,
     key,
     make_stream,
     next_non_keepalive,
     object_pins,
     take_records,
+    uploaded,
 )
 
 
@@ -32,17 +34,22 @@ async def run_with_objects(sim: Simulation) -> dict[str, str]:
     await append_numbers(sim, 1, 2, "held")
     for stream_id, label, commit in (("a", "committed", True), ("a", "uploaded", False),
                                      ("held", "held", True)):
-        body = label.encode() * 10
-        intent, _ = await sim.service.objects.prepare(ALICE, RUN, stream_id,
-                                                      object_pins(body, label))
-        await sim.service.objects.upload(ALICE, RUN, stream_id, intent.object_id, body_of(body))
-        if commit:
-            await sim.service.objects.commit(ALICE, RUN, stream_id, intent.object_id)
+        store = committed if commit else uploaded
+        intent = await store(sim, label, label.encode() * 10, stream_id)
         ids[label] = intent.object_id
     intent, _ = await sim.service.objects.prepare(ALICE, RUN, "a", object_pins(b"p", "prepared"))
     ids["prepared"] = intent.object_id
     await sim.service.lifecycle.set_legal_hold(ADMIN, RUN, "held", True, "litigation")
     return ids
+
+
+@pytest.fixture
+async def erased() -> tuple[Simulation, dict[str, str]]:
+    """The run of `run_with_objects`, erased once (its held stream kept), and its object ids."""
+    sim = simulation()
+    ids = await run_with_objects(sim)
+    await sim.service.lifecycle.erase_run(ADMIN, RUN)
+    return sim, ids
 
 
 async def test_erasure_reports_what_it_removed_and_which_streams_are_held() -> None:
@@ -67,20 +74,18 @@ async def test_erasure_removes_records_and_bodies_of_unheld_streams() -> None:
         await sim.service.objects.body(ALICE, RUN, "a", ids["committed"])
 
 
-async def test_a_held_stream_keeps_its_records_and_bodies() -> None:
-    sim = simulation()
-    ids = await run_with_objects(sim)
-    await sim.service.lifecycle.erase_run(ADMIN, RUN)
+async def test_a_held_stream_keeps_its_records_and_bodies(
+        erased: tuple[Simulation, dict[str, str]]) -> None:
+    sim, ids = erased
     page = await sim.ports.store.read_page(key("held"), 0, 100)
     assert [r.sequence for r in page.records] == [1, 2, 3]
     _, chunks = await sim.service.objects.body(ALICE, RUN, "held", ids["held"])
     assert b"".join([c async for c in chunks]) == b"held" * 10
 
 
-async def test_nothing_is_appended_to_an_erased_run_held_or_not() -> None:
-    sim = simulation()
-    await run_with_objects(sim)
-    await sim.service.lifecycle.erase_run(ADMIN, RUN)
+async def test_nothing_is_appended_to_an_erased_run_held_or_not(
+        erased: tuple[Simulation, dict[str, str]]) -> None:
+    sim, _ = erased
     for stream_id in ("a", "held"):
         with pytest.raises(RunErased):
             await append_numbers(sim, 9, 9, stream_id)
@@ -89,20 +94,18 @@ async def test_nothing_is_appended_to_an_erased_run_held_or_not() -> None:
     assert (await sim.ports.store.read_page(key("held"), 0, 100)).head == 3
 
 
-async def test_no_stream_is_created_in_an_erased_run() -> None:
-    sim = simulation()
-    await run_with_objects(sim)
-    await sim.service.lifecycle.erase_run(ADMIN, RUN)
+async def test_no_stream_is_created_in_an_erased_run(
+        erased: tuple[Simulation, dict[str, str]]) -> None:
+    sim, _ = erased
     with pytest.raises(RunErased):
         await sim.service.definitions.create(ALICE, RUN, definition("new"))
     with pytest.raises(RunErased):
         await sim.service.definitions.create(ALICE, RUN, definition("a"))
 
 
-async def test_releasing_the_hold_and_erasing_again_removes_the_rest() -> None:
-    sim = simulation()
-    await run_with_objects(sim)
-    await sim.service.lifecycle.erase_run(ADMIN, RUN)
+async def test_releasing_the_hold_and_erasing_again_removes_the_rest(
+        erased: tuple[Simulation, dict[str, str]]) -> None:
+    sim, _ = erased
     await sim.service.lifecycle.set_legal_hold(ADMIN, RUN, "held", False, None)
     report = await sim.service.lifecycle.erase_run(ADMIN, RUN)
     assert report == ErasureReport(streams=2, records_deleted=3, objects_deleted=1,
@@ -122,11 +125,7 @@ async def test_a_caught_up_follower_ends_when_its_run_is_erased() -> None:
     sim = simulation()
     await make_stream(sim, "a")
     await append_numbers(sim, 1, 2, "a")
-    follow = await sim.service.follower.open(ALICE, RUN, "a", after=0)
-    frames = follow.frames()
-    try:
+    async with following(sim.service, ALICE, RUN, "a", after=0) as frames:
         assert await take_records(frames, 2) == [1, 2]
         await sim.service.lifecycle.erase_run(ADMIN, RUN)
         assert await next_non_keepalive(frames) == EndFrame(2)
-    finally:
-        await follow.close()

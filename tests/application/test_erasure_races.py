@@ -16,11 +16,10 @@ from tests.application.support import (
     ALICE,
     RUN,
     append_numbers,
-    body_of,
     definition,
     key,
     make_stream,
-    object_pins,
+    uploaded,
 )
 
 
@@ -102,8 +101,7 @@ async def test_an_object_commit_that_passed_its_checks_before_the_erasure_stores
     sim = simulation()
     await make_stream(sim)
     body = b"object body" * 10
-    intent, _ = await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(body, "o1"))
-    await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(body))
+    intent = await uploaded(sim, "o1", body)
     reached, release = park(sim.ports.objects, "stat", after=True)  # confirmed, not yet locked
     with pytest.raises(RunErased):
         await erase_inside(sim, reached, release,

@@ -8,7 +8,15 @@ import weakref
 from adapters.fanout import DEADLINE_SLACK, WAKE_QUEUE_LIMIT, FanoutHub
 from adapters.memory.simulation import simulation
 from application.ports.waking import LiveChunk, Wake
-from tests.application.support import ALICE, RUN, append_numbers, key, make_stream, take_records
+from tests.application.support import (
+    ALICE,
+    RUN,
+    append_numbers,
+    following,
+    key,
+    make_stream,
+    take_records,
+)
 
 
 async def test_an_overflowing_wake_queue_collapses_into_one_re_read_wake() -> None:
@@ -58,17 +66,13 @@ async def test_live_chunks_go_only_to_live_subscriptions() -> None:
 async def test_a_slow_follow_still_gets_every_record_after_its_queue_overflowed() -> None:
     sim = simulation()
     await make_stream(sim)
-    follow = await sim.service.follower.open(ALICE, RUN, "s", after=0)
-    frames = follow.frames()
-    try:
+    async with following(sim.service, ALICE, RUN, "s", after=0) as frames:
         for n in range(1, 3 * WAKE_QUEUE_LIMIT + 1):  # one wake per append, nobody reading
             await append_numbers(sim, n, n)
         expected = list(range(1, 3 * WAKE_QUEUE_LIMIT + 1))
         assert await take_records(frames, len(expected)) == expected
         await append_numbers(sim, len(expected) + 1, len(expected) + 1)
         assert await take_records(frames, 1) == [len(expected) + 1]
-    finally:
-        await follow.close()
     assert sim.ports.store.gaps == []
 
 

@@ -12,6 +12,7 @@ from tests.application.support import (
     RUN,
     append_numbers,
     definition,
+    following,
     make_stream,
     take_records,
 )
@@ -63,28 +64,20 @@ async def test_records_appended_after_subscribing_arrive_live_in_order() -> None
     sim = simulation()
     await make_stream(sim)
     await append_numbers(sim, 1, 2)
-    follow = await sim.service.follower.open(ALICE, RUN, "s", after=0)
-    frames = follow.frames()
-    try:
+    async with following(sim.service, ALICE, RUN, "s", after=0) as frames:
         assert await take_records(frames, 2) == [1, 2]
         await append_numbers(sim, 3, 4)
         await append_numbers(sim, 5, 5)
         assert await take_records(frames, 3) == [3, 4, 5]
-    finally:
-        await follow.close()
 
 
 async def test_records_committed_between_registration_and_backfill_are_not_lost() -> None:
     sim = simulation(node=NodeSettings(page_size=10))
     await make_stream(sim)
     await append_numbers(sim, 1, 25)
-    follow = await sim.service.follower.open(ALICE, RUN, "s", after=0)  # first page: 1..10
-    frames = follow.frames()
-    try:
+    async with following(sim.service, ALICE, RUN, "s", after=0) as frames:  # first page: 1..10
         await append_numbers(sim, 26, 27)  # its wake now overlaps what the backfill will read
         assert await take_records(frames, 27) == list(range(1, 28))
         await append_numbers(sim, 28, 28)
         assert await take_records(frames, 1) == [28]  # nothing repeated from the overlap
-    finally:
-        await follow.close()
     assert sim.ports.store.gaps == []

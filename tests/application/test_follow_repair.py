@@ -13,6 +13,7 @@ from tests.application.support import (
     RUN,
     append_numbers,
     definition,
+    following,
     key,
     make_stream,
     next_frame,
@@ -27,16 +28,12 @@ async def test_a_wake_carrying_records_the_reader_already_has_is_dropped() -> No
     sim = simulation()
     await make_stream(sim)
     await append_numbers(sim, 1, 3)
-    follow = await sim.service.follower.open(ALICE, RUN, "s", after=0)
-    frames = follow.frames()
-    try:
+    async with following(sim.service, ALICE, RUN, "s", after=0) as frames:
         assert await take_records(frames, 3) == [1, 2, 3]
         seen = (await sim.ports.store.read_page(key(), 1, 10)).records
         sim.ports.bus.hub.deliver_wake(Wake(key(), 3, False, tuple(seen)))
         await append_numbers(sim, 4, 4)
         assert await take_records(frames, 1) == [4]
-    finally:
-        await follow.close()
     assert sim.ports.store.gaps == []
 
 
@@ -45,9 +42,7 @@ async def test_a_wake_that_reveals_a_gap_is_served_by_reading_the_gap_first() ->
     service = quiet.service
     await service.definitions.create(ALICE, RUN, definition())
     await service.appender.append(ALICE, RUN, "s", [{"payload": n} for n in (1, 2)])
-    follow = await service.follower.open(ALICE, RUN, "s", after=0)
-    frames = follow.frames()
-    try:
+    async with following(service, ALICE, RUN, "s", after=0) as frames:
         assert await take_records(frames, 2) == [1, 2]
         # 3..5 are committed but their wakes are lost; then a wake carrying only 6 arrives.
         await service.appender.append(ALICE, RUN, "s", [{"payload": n} for n in (3, 4, 5)])
@@ -59,35 +54,25 @@ async def test_a_wake_that_reveals_a_gap_is_served_by_reading_the_gap_first() ->
         seven = (await quiet.store.read_page(key(), 6, 10)).records
         quiet.reader_bus.hub.deliver_wake(Wake(key(), 7, False, tuple(seven)))
         assert await take_records(frames, 1) == [7]
-    finally:
-        await follow.close()
     assert quiet.store.gaps == [(key(), 3, 6)]
 
 
 async def test_a_wake_without_records_makes_the_reader_re_read_from_its_cursor() -> None:
     quiet = quiet_simulation(NodeSettings())
     await quiet.service.definitions.create(ALICE, RUN, definition())
-    follow = await quiet.service.follower.open(ALICE, RUN, "s", after=0)
-    frames = follow.frames()
-    try:
+    async with following(quiet.service, ALICE, RUN, "s", after=0) as frames:
         await quiet.service.appender.append(ALICE, RUN, "s", [{"payload": n} for n in (1, 2)])
         quiet.reader_bus.hub.deliver_wake(Wake(key(), 2, False, None))
         assert await take_records(frames, 2) == [1, 2]
-    finally:
-        await follow.close()
     assert quiet.store.gaps == []
 
 
 async def test_an_idle_follow_yields_keepalives() -> None:
     sim = simulation(node=QUICK)
     await make_stream(sim)
-    follow = await sim.service.follower.open(ALICE, RUN, "s", after=0)
-    frames = follow.frames()
-    try:
+    async with following(sim.service, ALICE, RUN, "s", after=0) as frames:
         assert isinstance(await next_frame(frames), KeepaliveFrame)
         assert isinstance(await next_frame(frames), KeepaliveFrame)
-    finally:
-        await follow.close()
 
 
 async def test_every_keepalive_tick_reads_even_when_no_wake_ever_comes() -> None:

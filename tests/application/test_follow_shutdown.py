@@ -16,6 +16,7 @@ from tests.application.support import (
     RUN,
     append_numbers,
     drain,
+    following,
     make_stream,
     take_records,
 )
@@ -45,14 +46,10 @@ async def test_a_follow_of_a_drained_node_resumes_elsewhere_losing_nothing() -> 
     sim = simulation(node=NodeSettings(page_size=2))
     await make_stream(sim)
     await append_numbers(sim, 1, 6)
-    follow = await sim.service.follower.open(ALICE, RUN, "s", after=0)
-    frames = follow.frames()
-    try:
+    async with following(sim.service, ALICE, RUN, "s", after=0) as frames:
         assert await take_records(frames, 3) == [1, 2, 3]
         sim.service.follower.drain()
         assert await drain(frames) == [EndFrame(3, "shutdown")]
-    finally:
-        await follow.close()
     await sim.service.lifecycle.close(ALICE, RUN, "s")
     # Another node on the same store: a follower of its own, not draining.
     ports = sim.ports

@@ -10,6 +10,7 @@ from tests.application.support import (
     RUN,
     append_numbers,
     drain,
+    following,
     make_stream,
     next_non_keepalive,
     take_records,
@@ -20,14 +21,10 @@ async def test_a_live_follow_ends_at_its_expiry_and_a_new_one_resumes_from_there
     sim = simulation()
     await make_stream(sim)
     await append_numbers(sim, 1, 3)
-    follow = await sim.service.follower.open(ALICE, RUN, "s", after=0, expires_in=0.3)
-    frames = follow.frames()
-    try:
+    async with following(sim.service, ALICE, RUN, "s", after=0, expires_in=0.3) as frames:
         assert await take_records(frames, 3) == [1, 2, 3]
         assert await next_non_keepalive(frames) == EndFrame(3, "token_expired")
         assert await drain(frames) == []
-    finally:
-        await follow.close()
     await append_numbers(sim, 4, 5)
     await sim.service.lifecycle.close(ALICE, RUN, "s")
     resumed = await sim.service.follower.open(ALICE, RUN, "s", after=3, expires_in=60)

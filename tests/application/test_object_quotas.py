@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from adapters.memory.simulation import Simulation, simulation
+from adapters.memory.simulation import simulation
 from application.node import NodeSettings
 from domain.errors import Backpressure, QuotaExhausted
 from domain.object_intent import IntentState
@@ -16,17 +16,11 @@ from tests.application.support import (
     ALICE,
     RUN,
     append_numbers,
-    body_of,
     fake_clock,
     make_stream,
     object_pins,
+    uploaded,
 )
-
-
-async def upload(sim: Simulation, body: bytes, label: str) -> str:
-    intent, _ = await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(body, label))
-    await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(body))
-    return intent.object_id
 
 
 async def test_a_body_larger_than_the_total_bytes_ceiling_is_refused_at_prepare() -> None:
@@ -41,7 +35,7 @@ async def test_a_body_larger_than_the_total_bytes_ceiling_is_refused_at_prepare(
 async def test_a_committed_body_counts_its_real_size_toward_the_total() -> None:
     sim = simulation()
     await make_stream(sim, credit={"max_total_bytes": 1000})
-    object_id = await upload(sim, b"b" * 700, "o1")
+    object_id = (await uploaded(sim, "o1", b"b" * 700)).object_id
     await sim.service.objects.commit(ALICE, RUN, "s", object_id)
     stream = await sim.service.definitions.get(ALICE, RUN, "s")
     assert stream.usage.total_bytes > 700
@@ -73,8 +67,8 @@ async def test_an_expired_intent_gives_its_reservation_back() -> None:
 async def test_open_intents_are_bounded_by_the_pinned_ceiling() -> None:
     sim = simulation()
     await make_stream(sim, credit={"max_open_objects": 2})
-    first = await upload(sim, b"one", "o1")
-    await upload(sim, b"two", "o2")
+    first = (await uploaded(sim, "o1", b"one")).object_id
+    await uploaded(sim, "o2", b"two")
     with pytest.raises(QuotaExhausted) as refused:
         await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(b"three", "o3"))
     assert refused.value.extra["max_open_objects"] == 2
@@ -88,7 +82,7 @@ async def test_open_intents_are_bounded_by_the_pinned_ceiling() -> None:
 async def test_a_record_keyed_like_an_object_commit_does_not_stand_in_for_it() -> None:
     sim = simulation()
     await make_stream(sim)
-    object_id = await upload(sim, b"the real body", "o1")
+    object_id = (await uploaded(sim, "o1", b"the real body")).object_id
     squatted = await sim.service.appender.append(
         ALICE, RUN, "s", [{"payload": "decoy", "idempotency_key": f"object:{object_id}"}])
     sequence, created = await sim.service.objects.commit(ALICE, RUN, "s", object_id)
@@ -105,7 +99,7 @@ async def test_an_object_commit_waits_for_credit_on_a_blocking_stream() -> None:
     await make_stream(sim, consumers=["ui"], credit={
         "max_unread_items": 2, "on_unread_full": "block", "block_timeout_seconds": 5})
     await append_numbers(sim, 1, 2)
-    object_id = await upload(sim, b"body", "o1")
+    object_id = (await uploaded(sim)).object_id
     commit = asyncio.ensure_future(sim.service.objects.commit(ALICE, RUN, "s", object_id))
     await asyncio.sleep(0.05)
     assert not commit.done()  # waiting, not refused at once
@@ -118,7 +112,7 @@ async def test_an_object_commit_on_a_blocking_stream_gives_up_after_its_timeout(
     await make_stream(sim, consumers=["ui"], credit={
         "max_unread_items": 1, "on_unread_full": "block", "block_timeout_seconds": 0.05})
     await append_numbers(sim, 1, 1)
-    object_id = await upload(sim, b"body", "o1")
+    object_id = (await uploaded(sim)).object_id
     with pytest.raises(Backpressure):
         await sim.service.objects.commit(ALICE, RUN, "s", object_id)
     intent = await sim.service.objects.get(ALICE, RUN, "s", object_id)

@@ -4,17 +4,17 @@ import hashlib
 
 from adapters.memory.simulation import Simulation, simulation
 from application.node import NodeSettings
-from domain.object_intent import ObjectIntent
 from tests.application.support import (
     ADMIN,
     ALICE,
     RUN,
     append_numbers,
     body_of,
+    committed,
     fake_clock,
     key,
     make_stream,
-    object_pins,
+    uploaded,
 )
 
 GRACE = 600
@@ -30,13 +30,6 @@ async def put_body(sim: Simulation, object_key: str, data: bytes = b"stray") -> 
     """A body in the store that no Runnel step recorded (as a crash would leave it)."""
     await sim.ports.objects.put("local", object_key, body_of(data), len(data),
                           hashlib.sha256(data).hexdigest())
-
-
-async def uploaded(sim: Simulation, idempotency_key: str) -> ObjectIntent:
-    intent, _ = await sim.service.objects.prepare(ALICE, RUN, "s",
-                                                  object_pins(b"body", idempotency_key))
-    await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(b"body"))
-    return intent
 
 
 async def test_a_body_nothing_owns_is_swept_once_past_the_grace_period() -> None:
@@ -58,10 +51,8 @@ async def test_live_intents_and_retained_records_keep_their_bodies() -> None:
     clock = fake_clock(sim)
     await make_stream(sim, retention={"max_records": 2})
     live = await uploaded(sim, "live")
-    kept = await uploaded(sim, "kept")
-    await sim.service.objects.commit(ALICE, RUN, "s", kept.object_id)
-    pruned = await uploaded(sim, "pruned")
-    await sim.service.objects.commit(ALICE, RUN, "s", pruned.object_id)
+    await committed(sim, "kept")
+    await committed(sim, "pruned")
     clock.advance(GRACE)
     assert await sim.service.orphan_sweeper.sweep(REGIONS) == 0
     await append_numbers(sim, 1, 2)

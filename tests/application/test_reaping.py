@@ -8,19 +8,13 @@ from tests.application.support import (
     ADMIN,
     ALICE,
     RUN,
-    body_of,
+    committed,
     fake_clock,
     key,
     make_stream,
     object_pins,
+    uploaded,
 )
-
-
-async def uploaded(sim: Simulation, idempotency_key: str, body: bytes = b"body") -> ObjectIntent:
-    intent, _ = await sim.service.objects.prepare(ALICE, RUN, "s",
-                                                  object_pins(body, idempotency_key))
-    await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(body))
-    return intent
 
 
 async def state_of(sim: Simulation, intent: ObjectIntent) -> IntentState:
@@ -54,8 +48,7 @@ async def test_intents_past_their_deadline_expire_and_lose_their_bodies() -> Non
 async def test_committed_intents_are_never_reaped() -> None:
     sim = simulation()
     await make_stream(sim)
-    intent = await uploaded(sim, "o1")
-    await sim.service.objects.commit(ALICE, RUN, "s", intent.object_id)
+    intent = await committed(sim)
     fake_clock(sim).advance(10**7)
     assert await sim.service.intent_reaper.reap_once() == 0
     assert await state_of(sim, intent) is IntentState.COMMITTED

@@ -13,11 +13,10 @@ from tests.application.support import (
     ALICE,
     RUN,
     append_numbers,
-    body_of,
+    committed,
     fake_clock,
     key,
     make_stream,
-    object_pins,
 )
 
 
@@ -79,9 +78,7 @@ async def test_nothing_is_pruned_while_the_stream_is_held() -> None:
 async def test_pruned_object_records_queue_their_bodies_for_the_deletion_worker() -> None:
     sim = simulation()
     await make_stream(sim, retention={"max_records": 1})
-    intent, _ = await sim.service.objects.prepare(ALICE, RUN, "s", object_pins(b"body"))
-    await sim.service.objects.upload(ALICE, RUN, "s", intent.object_id, body_of(b"body"))
-    await sim.service.objects.commit(ALICE, RUN, "s", intent.object_id)
+    intent = await committed(sim)
     assert sim.ports.objects.keys("local") == [intent.object_key]
     await append_numbers(sim, 1, 1)
     removed = await sim.service.retention.prune(key())

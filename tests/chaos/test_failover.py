@@ -1,6 +1,6 @@
 """Postgres failover under load: the primary is killed with -9 and its synchronous
 standby promoted, while two `runnel serve` connected with a multi-host DSN
-(`target_session_attrs=read-write`) keep serving. Issue 11.
+(`target_session_attrs=read-write`) keep serving (ADR 0034).
 
 What must hold, without restarting a node: the pool, the LISTEN connection and the
 upkeep leader's session all reach the new primary; the checker finds nothing

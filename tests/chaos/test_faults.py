@@ -1,4 +1,4 @@
-"""Faults injected under load, with the history checker run after each (issue 11).
+"""Faults injected under load, with the history checker run after each.
 
 Two `runnel serve` processes share one Postgres database; 8 producers retry their
 keys until acknowledged and 4 subscribers reconnect with `Last-Event-ID`, through

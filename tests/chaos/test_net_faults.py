@@ -1,4 +1,4 @@
-"""Network faults injected under load, with the history checker run after each (issue 11):
+"""Network faults injected under load, with the history checker run after each:
 the LISTEN connection silently partitioned (fault 4) and a flood of hostile connections
 (fault 9: `RUNNEL_CHAOS_SUBSCRIBERS`, default 2,000, held subscriptions at once). Same
 load, nodes and table as `test_faults.py`; the checker decides, and no timing is asserted

@@ -1,4 +1,4 @@
-"""S3 faults under load (issue 11, fault 7): resets, stalls and 500s between Runnel and
+"""S3 faults under load (fault 7): resets, stalls and 500s between Runnel and
 S3, while object producers prepare, upload and commit and the usual load appends.
 
 S3 is moto over HTTP behind `S3FaultProxy`; the node runs its workers, with an orphan

@@ -1,5 +1,5 @@
 """Postgres itself fails under load: it crashes and restarts (fault 2), its disk fills
-up (fault 6). Issue 11.
+up (fault 6); ADR 0034.
 
 Each test runs a cluster of its own (`cluster.py`) with two `runnel serve` on one
 database, 8 producers retrying their keys until acknowledged and 4 subscribers

@@ -1,4 +1,4 @@
-"""`kill -9` of a worker mid-claim, under load (issue 11, fault 8).
+"""`kill -9` of a worker mid-claim, under load (fault 8).
 
 The load appends to an input stream on a `runnel serve` without workers; two `runnel
 worker` processes deliver its records to a webhook (each request answered after a short

@@ -1,4 +1,4 @@
-"""Runnel and real DBOS on one Postgres server, both directions (issue 14, ADR 0043).
+"""Runnel and real DBOS on one Postgres server, both directions (ADR 0043).
 
 In: input records appended over HTTP reach a DBOS workflow's `recv` loop exactly once and
 in order, while one of two dispatching servers is killed with -9 mid-delivery and the other

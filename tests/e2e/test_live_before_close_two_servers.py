@@ -4,33 +4,14 @@ reader gets every chunk answered before the close, then `end`, however the race 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-
 import httpx
 import pytest
-import pytest_asyncio
 
-from tests.e2e.support import clients_of, two_nodes
-from tests.http.server import RunnelServer
 from tests.http.support import create_stream
 from tests.http.test_live import subscribe
 from tests.http.test_live_before_close import chunks_then_close
 
 TRIES = 30
-
-
-@pytest.fixture(scope="module")
-def pair(database: str, tmp_path_factory: pytest.TempPathFactory
-         ) -> Iterator[tuple[RunnelServer, RunnelServer]]:
-    with two_nodes(database, tmp_path_factory, {}, {}) as both:
-        yield both
-
-
-@pytest_asyncio.fixture
-async def clients(pair: tuple[RunnelServer, RunnelServer]
-                  ) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
-    async with clients_of(*pair) as both:
-        yield both
 
 
 @pytest.mark.parametrize("publisher", [0, 1])

@@ -7,15 +7,12 @@ published, and a re-driven position (same source, attempt and index) carries its
 from __future__ import annotations
 
 import itertools
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import pytest_asyncio
 
-from tests.e2e.support import clients_of
 from tests.http.server import RunnelServer, bearer, running_server, token
 from tests.http.support import create_stream
 from tests.http.test_live import Frame, Subscriber, live_frames, publish, subscribe
@@ -28,22 +25,12 @@ def env(database: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def pair(env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
-         ) -> Iterator[tuple[RunnelServer, RunnelServer]]:
-    with running_server(env, tmp_path_factory.mktemp("a")) as a, \
-            running_server(env, tmp_path_factory.mktemp("b")) as b:
-        yield a, b
+def node_env() -> tuple[dict[str, str], dict[str, str]]:
+    return {"RUNNEL_KEEPALIVE_SECONDS": "1"}, {"RUNNEL_KEEPALIVE_SECONDS": "1"}
 
 
 def client(server: RunnelServer) -> httpx.AsyncClient:
     return httpx.AsyncClient(base_url=server.api, headers=bearer(token()), timeout=30)
-
-
-@pytest_asyncio.fixture
-async def clients(pair: tuple[RunnelServer, RunnelServer]
-                  ) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
-    async with clients_of(*pair) as both:
-        yield both
 
 
 def seen(frames: list[Frame]) -> list[tuple[int, Any]]:

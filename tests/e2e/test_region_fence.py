@@ -10,17 +10,13 @@ import asyncio
 import os
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import asyncpg
 import httpx
 import pytest
-import pytest_asyncio
 
-from tests.e2e.support import clients_of, two_nodes
-from tests.http.server import RunnelServer
 from tests.http.support import assert_problem
 
 REPO = Path(__file__).parents[2]
@@ -35,18 +31,8 @@ def placement(region: str) -> dict[str, object]:
 
 
 @pytest.fixture(scope="module")
-def nodes(database: str, tmp_path_factory: pytest.TempPathFactory
-          ) -> Iterator[tuple[RunnelServer, RunnelServer]]:
-    with two_nodes(database, tmp_path_factory, {"RUNNEL_REGION": "us"},
-                   {"RUNNEL_REGION": "eu"}) as both:
-        yield both
-
-
-@pytest_asyncio.fixture
-async def clients(nodes: tuple[RunnelServer, RunnelServer]
-                  ) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
-    async with clients_of(*nodes) as both:
-        yield both
+def node_env() -> tuple[dict[str, str], dict[str, str]]:
+    return {"RUNNEL_REGION": "us"}, {"RUNNEL_REGION": "eu"}
 
 
 async def runnel(database: str, *args: str) -> str:

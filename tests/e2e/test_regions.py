@@ -3,14 +3,10 @@ stream's metadata home (421 elsewhere), record content only through its egress r
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-
 import httpx
 import pytest
-import pytest_asyncio
 
-from tests.e2e.support import clients_of, two_nodes
-from tests.http.server import RunnelServer, bearer, token
+from tests.http.server import bearer, token
 from tests.http.support import assert_problem, has_event, read_events, records_of
 
 PLACEMENT = {"metadata_home": "us", "object_regions": ["us"], "client_egress_regions": ["eu"],
@@ -18,18 +14,8 @@ PLACEMENT = {"metadata_home": "us", "object_regions": ["us"], "client_egress_reg
 
 
 @pytest.fixture(scope="module")
-def nodes(database: str, tmp_path_factory: pytest.TempPathFactory
-          ) -> Iterator[tuple[RunnelServer, RunnelServer]]:
-    with two_nodes(database, tmp_path_factory, {"RUNNEL_REGION": "us"},
-                   {"RUNNEL_REGION": "eu"}) as both:
-        yield both
-
-
-@pytest_asyncio.fixture
-async def clients(nodes: tuple[RunnelServer, RunnelServer]
-                  ) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
-    async with clients_of(*nodes) as both:
-        yield both
+def node_env() -> tuple[dict[str, str], dict[str, str]]:
+    return {"RUNNEL_REGION": "us"}, {"RUNNEL_REGION": "eu"}
 
 
 async def test_writes_only_at_the_metadata_home_and_content_only_through_egress_regions(

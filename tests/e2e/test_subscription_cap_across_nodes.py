@@ -6,14 +6,11 @@ their leases lapse."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack
 
 import httpx
 import pytest
-import pytest_asyncio
 
-from tests.e2e.support import clients_of, two_nodes
 from tests.http.server import RunnelServer, bearer, running_server, token
 from tests.http.support import assert_problem, create_stream, wait_for_metric
 
@@ -29,17 +26,8 @@ ENV = {"RUNNEL_STORAGE": "postgres", "RUNNEL_KEEPALIVE_SECONDS": "1",
 
 
 @pytest.fixture(scope="module")
-def pair(database: str, tmp_path_factory: pytest.TempPathFactory
-         ) -> Iterator[tuple[RunnelServer, RunnelServer]]:
-    with two_nodes(database, tmp_path_factory, ENV, ENV) as both:
-        yield both
-
-
-@pytest_asyncio.fixture
-async def clients(pair: tuple[RunnelServer, RunnelServer]
-                  ) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
-    async with clients_of(*pair) as both:
-        yield both
+def node_env() -> tuple[dict[str, str], dict[str, str]]:
+    return ENV, ENV
 
 
 async def refusal(client: httpx.AsyncClient, url: str) -> httpx.Response | None:

@@ -5,15 +5,12 @@ correct across them because they are decided under the stream-row lock, from dur
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
 from urllib.parse import urlsplit
 
 import httpx
 import psutil
 import pytest
-import pytest_asyncio
 
-from tests.e2e.support import clients_of, two_nodes
 from tests.http.server import RunnelServer, bearer, token
 from tests.http.support import (
     append,
@@ -31,18 +28,8 @@ MAX_POOL = 10
 
 
 @pytest.fixture(scope="module")
-def pair(database: str, tmp_path_factory: pytest.TempPathFactory
-         ) -> Iterator[tuple[RunnelServer, RunnelServer]]:
-    env = {"RUNNEL_KEEPALIVE_SECONDS": "1"}
-    with two_nodes(database, tmp_path_factory, env, env) as both:
-        yield both
-
-
-@pytest_asyncio.fixture
-async def clients(pair: tuple[RunnelServer, RunnelServer]
-                  ) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
-    async with clients_of(*pair) as both:
-        yield both
+def node_env() -> tuple[dict[str, str], dict[str, str]]:
+    return {"RUNNEL_KEEPALIVE_SECONDS": "1"}, {"RUNNEL_KEEPALIVE_SECONDS": "1"}
 
 
 async def test_an_append_through_one_node_reaches_a_subscriber_of_the_other(

@@ -1,4 +1,4 @@
-"""The agent example end to end in Chromium (issue 14): a prompt goes in through the page,
+"""The agent example end to end in Chromium: a prompt goes in through the page,
 the DBOS workflow answers token by token, Runnel is killed with -9 mid-answer and started
 again, and the page ends with the full answer, once; a reload shows it once again."""
 

@@ -1,5 +1,5 @@
 """Inputs a server must refuse, and the bounds it sets on what a client declares
-(issue 16 §4–5, ADR 0025): content classes, media types, credit ceilings, streams per
+(ADR 0025): content classes, media types, credit ceilings, streams per
 run, the run listing's pages, the object receipt, and the API docs page."""
 
 from __future__ import annotations

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 
 import pytest
-import pytest_asyncio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,7 +20,7 @@ from tests.application.test_close_after_live import Nodes, close_race, steps
 from tests.contracts.storage_support import WAKE_TIMEOUT, created
 from tests.contracts.wake_bus_contract import chunks_until_closed
 from tests.integration.support import service_on
-from tests.pg import pg_class_dsn, pg_dsn, pg_template  # noqa: F401  (fixtures)
+from tests.pg import pg_class_dsn  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.postgres
 
@@ -31,17 +29,6 @@ TICK = 0.5
 """A keepalive interval far above a NOTIFY's trip, so that the follow's backstop (for a
 closing wake that never comes) is never what ends a reader here."""
 PAUSE = 0.005
-
-
-@pytest_asyncio.fixture
-async def nodes(pg_dsn: str) -> AsyncIterator[tuple[PostgresAdapters, PostgresAdapters]]:  # noqa: F811
-    a = await open_postgres(pg_dsn, migrate=False)
-    b = await open_postgres(pg_dsn, migrate=False)
-    try:
-        yield a, b
-    finally:
-        await a.close()
-        await b.close()
 
 
 @pytest.mark.parametrize("publisher", [0, 1])

@@ -6,7 +6,6 @@ answer was lost (docs/adr/0028)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -14,7 +13,6 @@ from adapters.postgres import DatabaseBounds, PostgresAdapters, open_postgres
 from application.ports.errors import StoreUnavailable
 from tests.integration.blackhole_proxy import BlackholeProxy
 from tests.integration.support import DEADLINE, RUN, WRITER, definition, service_on
-from tests.pg import pg_dsn, pg_template  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.postgres
 
@@ -24,18 +22,8 @@ SHORT = DatabaseBounds(statement_timeout_seconds=1.0, acquire_timeout_seconds=1.
 
 
 @pytest.fixture
-async def proxy(pg_dsn: str) -> AsyncIterator[BlackholeProxy]:  # noqa: F811
-    proxy = BlackholeProxy(pg_dsn)
-    yield proxy
-    await proxy.close()
-
-
-@pytest.fixture
-async def through_proxy(proxy: BlackholeProxy) -> AsyncIterator[PostgresAdapters]:
-    adapters = await open_postgres(await proxy.start(), migrate=False, listen=False,
-                                   bounds=SHORT)
-    yield adapters
-    await adapters.close()
+def proxy_bounds() -> DatabaseBounds:
+    return SHORT
 
 
 async def _unavailable(attempt: asyncio.Future[object] | object) -> StoreUnavailable:

@@ -4,10 +4,8 @@ from one origin, in the commit order every listener receives them in."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
-import pytest_asyncio
 
 from adapters.postgres import PostgresAdapters, open_postgres
 from application.ports.waking import LiveChunk, LiveDraft, WakeSubscription
@@ -18,17 +16,6 @@ from tests.pg import pg_dsn, pg_template  # noqa: F401  (fixtures)
 pytestmark = pytest.mark.postgres
 
 KEY = StreamKey(TENANT, RUN, "s")
-
-
-@pytest_asyncio.fixture
-async def nodes(pg_dsn: str) -> AsyncIterator[tuple[PostgresAdapters, PostgresAdapters]]:  # noqa: F811
-    a = await open_postgres(pg_dsn, migrate=False)
-    b = await open_postgres(pg_dsn, migrate=False)
-    try:
-        yield a, b
-    finally:
-        await a.close()
-        await b.close()
 
 
 async def received(subscription: WakeSubscription, n: int) -> list[LiveChunk]:

@@ -9,7 +9,6 @@ commit anything decided on it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
@@ -34,23 +33,14 @@ from tests.pg import pg_dsn, pg_template  # noqa: F401  (fixtures)
 pytestmark = pytest.mark.postgres
 
 
-@pytest.fixture
-async def two(pg_dsn: str) -> AsyncIterator[tuple[PostgresAdapters, PostgresAdapters]]:  # noqa: F811
-    first = await open_postgres(pg_dsn, migrate=False, listen=False)
-    second = await open_postgres(pg_dsn, migrate=False, listen=False)
-    yield first, second
-    await first.close()
-    await second.close()
-
-
 async def sequences(service: RunnelService, stream_id: str) -> list[int]:
     page = await service.reading.read(WRITER, RUN, stream_id, 0, 1000)
     return [record.sequence for record in page.page.records]
 
 
 async def test_a_stream_another_process_wrote_is_decided_again_under_the_lock(
-        two: tuple[PostgresAdapters, PostgresAdapters]) -> None:
-    first, second = two
+        writers: tuple[PostgresAdapters, PostgresAdapters]) -> None:
+    first, second = writers
     a, b = service_on(first), service_on(second)
     await a.definitions.create(WRITER, RUN, definition("s"))
     assert (await a.appender.append(WRITER, RUN, "s", [{"payload": 1}])).sequences == (1,)
@@ -67,8 +57,8 @@ async def test_a_stream_another_process_wrote_is_decided_again_under_the_lock(
 
 
 async def test_a_refusal_decided_on_a_stale_state_is_not_answered(
-        two: tuple[PostgresAdapters, PostgresAdapters]) -> None:
-    first, second = two
+        writers: tuple[PostgresAdapters, PostgresAdapters]) -> None:
+    first, second = writers
     a, b = service_on(first), service_on(second)
     await a.definitions.create(WRITER, RUN, definition(
         "s", consumers=["c"], credit={"max_unread_items": 2}))
@@ -85,8 +75,8 @@ async def test_a_refusal_decided_on_a_stale_state_is_not_answered(
 
 
 async def test_a_run_erased_by_another_process_is_seen_by_work_on_a_held_state(
-        two: tuple[PostgresAdapters, PostgresAdapters]) -> None:
-    first, second = two
+        writers: tuple[PostgresAdapters, PostgresAdapters]) -> None:
+    first, second = writers
     a = service_on(first)
     await a.definitions.create(WRITER, RUN, definition("s"))
     await a.appender.append(WRITER, RUN, "s", [{"payload": 1}])
@@ -106,8 +96,8 @@ async def test_a_run_erased_by_another_process_is_seen_by_work_on_a_held_state(
 
 
 async def test_work_that_reads_what_the_version_does_not_vouch_for_runs_locked(
-        two: tuple[PostgresAdapters, PostgresAdapters]) -> None:
-    first, _ = two
+        writers: tuple[PostgresAdapters, PostgresAdapters]) -> None:
+    first, _ = writers
     a = service_on(first)
     await a.definitions.create(WRITER, RUN, definition("s"))
     await a.appender.append(WRITER, RUN, "s", [{"payload": 1}])
@@ -126,8 +116,8 @@ async def test_work_that_reads_what_the_version_does_not_vouch_for_runs_locked(
 
 
 async def test_a_unit_of_work_inside_transact_is_refused_not_deadlocked(
-        two: tuple[PostgresAdapters, PostgresAdapters]) -> None:
-    first, _ = two
+        writers: tuple[PostgresAdapters, PostgresAdapters]) -> None:
+    first, _ = writers
     a = service_on(first)
     for stream_id in ("outer", "inner"):
         await a.definitions.create(WRITER, RUN, definition(stream_id))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 import asyncpg
 import pytest
@@ -44,15 +44,6 @@ async def until(condition: Callable[[], bool], what: str) -> None:
             await asyncio.sleep(0.02)
 
 
-@pytest.fixture
-async def two(pg_dsn: str) -> AsyncIterator[tuple[PostgresAdapters, PostgresAdapters]]:  # noqa: F811
-    first = await open_postgres(pg_dsn, migrate=False, listen=False)
-    second = await open_postgres(pg_dsn, migrate=False, listen=False)
-    yield first, second
-    await first.close()
-    await second.close()
-
-
 async def test_an_append_is_a_committed_group_of_one_unit_in_the_size_histogram(
         pg_adapters: PostgresAdapters) -> None:  # noqa: F811
     scraped = Scraped(pg_adapters)
@@ -72,8 +63,8 @@ async def test_an_append_is_a_committed_group_of_one_unit_in_the_size_histogram(
 
 
 async def test_a_stream_another_process_wrote_counts_a_conflict(
-        two: tuple[PostgresAdapters, PostgresAdapters]) -> None:
-    first, second = two
+        writers: tuple[PostgresAdapters, PostgresAdapters]) -> None:
+    first, second = writers
     scraped = Scraped(first)
     a, b = service_on(first), service_on(second)
     await a.definitions.create(WRITER, RUN, definition("s"))

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -28,19 +27,8 @@ MARGIN = 2.0
 """Slack over the budget for an answer to arrive: a behaviour bound, not a benchmark."""
 
 
-@pytest.fixture
-async def proxy(pg_dsn: str) -> AsyncIterator[BlackholeProxy]:  # noqa: F811
-    proxy = BlackholeProxy(pg_dsn)
-    yield proxy
-    await proxy.close()
-
-
-@pytest.fixture
-async def through_proxy(proxy: BlackholeProxy) -> AsyncIterator[PostgresAdapters]:
-    # The default bounds: a statement may take 15 s, the budget alone makes the answer come.
-    adapters = await open_postgres(await proxy.start(), migrate=False, listen=False)
-    yield adapters
-    await adapters.close()
+# `through_proxy` keeps the default bounds: a statement may take 15 s, the budget alone
+# makes the answer come.
 
 
 async def _timed_refusal(append: object) -> float:

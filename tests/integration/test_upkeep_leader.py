@@ -85,7 +85,7 @@ async def test_one_contender_leads_per_region_and_another_takes_over_from_a_dead
 async def test_the_leader_keeps_the_lead_when_its_led_sweeps_ask_at_once(
         pg_dsn: str) -> None:  # noqa: F811
     # Every led sweep of a process (retention, orphan sweep, upkeep) asks from its own task;
-    # two statements at once on the one session used to fail it and drop the lead.
+    # two statements at once on the one session must neither fail it nor drop the lead.
     leadership = PostgresLeadership(pg_dsn, "local")
     try:
         assert await leadership.lead()

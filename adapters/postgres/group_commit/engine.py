@@ -1,21 +1,10 @@
 """Group commit: concurrent units of work of one process share a transaction.
 
-Why: every unit of work must lock its stream row and commit before it may
-answer; done one transaction per command, a hot stream serialises on
-lock → write → fsync → unlock. Here a few committer tasks each take whatever
-units of work are queued, run them as ONE group and commit once
-(docs/adr/0003-transactions-and-group-commit.md).
-
-The rooms of the committer:
-- here: the queue, the committer tasks and the port's two entries, `unit_of_work`
-  (the port's `lock()`) and `run` (its `transact()`);
-- `units.py`: the two kinds of unit, how each runs on its stream and is answered;
-- `optimistic.py`: a group decided on the states this process holds, written
-  by one statement that fails unless they are still current;
-- `locked.py`: a group run in one transaction under the row locks;
-- `outcomes.py`: how a finished group is answered, counted (`stats`) and woken;
-- `failures.py`: what an error that stops a group is;
-- `writes.py`: the one statement that writes a group.
+Every unit of work must lock its stream row and commit before it may answer; so a few
+committer tasks each take whatever units of work are queued, run them as ONE group and
+commit once (docs/adr/0003-transactions-and-group-commit.md). Here: the queue, the
+committer tasks and the port's two entries, `unit_of_work` (the port's `lock()`) and
+`run` (its `transact()`); the package's other rooms: `group_commit/__init__.py`.
 
 Rules:
 - a stream is in at most one group of this process at a time (`_busy`), so a
@@ -24,32 +13,11 @@ Rules:
 - nothing is answered before the group's commit, so nothing is acknowledged
   before it is durable, and a wake is only ever sent by the commit itself;
 - nothing caches the region fence (docs/adr/0016): a fence recorded while a group
-  runs stops that group at its write statement.
-
-What becomes of a unit of work when something fails:
-
-| Failure                                   | Fate                                                |
-|-------------------------------------------|-----------------------------------------------------|
-| a domain error (anything the unit raises  | that unit alone answers it, its staging undone;     |
-| of its own)                               | the others of the group still commit (an optimistic |
-|                                           | group's refusals are answered once it committed)    |
-| `NeedsLock` (an optimistic session asked  | nothing was written; the group runs again locked    |
-| for what its version does not vouch for)  |                                                     |
-| a database error in an optimistic group   | nothing was written; the group runs again locked,   |
-|                                           | except an outage (every unit answers                |
-|                                           | `StoreUnavailable`) and a fence (every unit answers |
-|                                           | `RegionFenced`)                                     |
-| a conflict (`RN001`, a unique violation,  | nothing was written; its streams are contended for  |
-| a deadlock) in an optimistic group        | `CONTENDED_SECONDS` and the group runs again locked |
-| a database error in a locked group        | rolled back: the units it accepted answer the error |
-|                                           | (as `StoreUnavailable` if an outage), units not     |
-|                                           | started go to the next group (at most               |
-|                                           | `MAX_GROUP_ATTEMPTS` times); an outage or a fence   |
-|                                           | answers every unit as above                         |
-| cancellation (the store closes)           | every unit of the group answers `StoreClosed`;      |
-|                                           | queued ones too                                     |
-| a caller cancelled while queued           | its unit is skipped; one handed a session just then |
-|                                           | gives it back at once                               |
+  runs stops that group at its write statement;
+- a unit's own error fails that unit alone; a database error in an optimistic group
+  fails nothing (the group runs again locked) unless it is an outage or a fence, and in
+  a locked group fails the units it accepted. Every failure and its fate: the table at
+  the end of ADR 0003.
 """
 
 from __future__ import annotations

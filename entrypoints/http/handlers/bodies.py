@@ -114,7 +114,7 @@ class LiveBody(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class PrepareObjectBody(msgspec.Struct, forbid_unknown_fields=True):
-    """What the producer declares about a body before uploading it (SPEC §7): its
+    """What the producer declares about a body before uploading it (docs/api.md): its
     `sha256` (64 lowercase hex), `size` in bytes (at most 32 MiB), `content_type`,
     optional `schema`; `idempotency_key` names the intent (same key → same intent)."""
 

@@ -1,4 +1,4 @@
-"""Publish best-effort live chunks on a stream's side channel (SPEC §9)."""
+"""Publish best-effort live chunks on a stream's side channel (docs/api.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Follow frames as the bytes of Server-Sent Events (SPEC §4), a record's built once per process.
+"""Follow frames as Server-Sent Event bytes (docs/api.md), a record's built once per process.
 
 - `id: <sequence>`, `event: record`, `data: <record envelope JSON>`;
 - `event: live` (no id), `data: {seq, data, source, attempt, index}`;

@@ -1,4 +1,4 @@
-"""Follow frames as Server-Sent Events (SPEC §4), and the lifetime of one subscription.
+"""Follow frames as Server-Sent Events (docs/api.md), and the lifetime of one subscription.
 
 - `event: record`, `id: <sequence>`, `data: <record envelope JSON>`;
 - `event: live` (no id) with `{seq, data, source, attempt, index}`;

@@ -7,7 +7,7 @@ Rules:
   used key with the original sequence and stores nothing): the prefix names the
   work (`job-42/answer`), so new work needs a new prefix. A record that carries
   its own `idempotency_key` keeps it and takes no number.
-- Sizes, the server's (SPEC §2, §5): an inline record is at most 64 KiB (a JSON
+- Sizes, the server's (docs/api.md): an inline record is at most 64 KiB (a JSON
   payload as compact UTF-8 JSON, `data` as decoded bytes); a larger one is refused
   here, before it is queued, pointing to `upload_object`. A batch holds at most
   1000 records and `max_batch_bytes` of request body (the server's append body

@@ -1,4 +1,4 @@
-"""Large bodies as object records (SPEC §7): prepare, upload, commit; and back.
+"""Large bodies as object records (docs/api.md): prepare, upload, commit; and back.
 
 Rules:
 - a body is `bytes`, a path (`str` or `os.PathLike`), or a binary file object. Its

@@ -20,11 +20,9 @@ Rules:
   restarts and, with `token_provider`, renews your token when Runnel ends the
   subscription at its expiry, so the browser's stream does not break for either. It
   yields what the two-layer rules let through (ADR 0019);
-- the browser gets Runnel's frames: `record` with `id: <sequence>` and the record
-  envelope, `live` with the chunk frame, `end` `{"reason": "closed", "last_sequence":
-  N}` once the stream is closed and every record was sent, `resync` with the problem
-  when retention overtook the cursor, and `: ping` after `keepalive_seconds` of quiet.
-  A refusal while following ends the stream with `end` `{"reason": "error", "code"}`;
+- the browser gets Runnel's frames as Runnel sends them (`record` with `id: <sequence>`,
+  `live`, `end`, `resync`: docs/api.md), and `: ping` after `keepalive_seconds` of quiet;
+  a refusal while following ends the stream with `end` `{"reason": "error", "code"}`;
 - when the browser leaves, the follow is cancelled: its subscription to Runnel ends.
 """
 
