@@ -1,6 +1,7 @@
 """The TypeScript SDK's own suites (node's test runner) against a real server: the sans-IO
 unit tests and the server tests of sdk/typescript/test, with RUNNEL_URL and RUNNEL_TOKEN
-naming the server; and the package `npm pack` makes, installed and imported."""
+naming the server; the package `npm pack` makes, installed and imported; and its published
+types, as a user's code meets them."""
 
 from __future__ import annotations
 
@@ -66,3 +67,12 @@ def test_npm_pack_makes_a_tarball_that_installs_and_imports(tmp_path: Path) -> N
     shown = json.loads(imported.stdout)
     assert (shown["handle"], shown["errors"]) == ("s", "function")
     assert shown["react"].endswith("/node_modules/@runnel/client/dist/react.js")
+
+
+def test_the_published_types_catch_a_users_mistakes() -> None:
+    """test/types/usage.tsx compiles against dist's .d.ts through the package's exports; its
+    `@ts-expect-error` lines are mistakes the types must refuse (an unused one fails)."""
+    built("dist/index.d.ts")
+    checked = node(["node", "node_modules/typescript/bin/tsc", "-p", "test/types/tsconfig.json"],
+                   PACKAGE)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
