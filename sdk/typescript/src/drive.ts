@@ -6,21 +6,19 @@
  * - every request carries `Authorization: Bearer <token>`, the token asked of its source
  *   for each request (a function is called each time);
  * - a request and the reading of its answer take at most `timeoutSeconds`; a
- *   subscription has no deadline, but one that brings no byte for its `idleSeconds` is
- *   broken off. Either, like any failure of `fetch` or of reading a body, is thrown into
- *   the plan as a `TransportError`;
+ *   subscription has none but its idle guard (`transport.ts`). A deadline, like any
+ *   failure of `fetch` or of reading a body, is thrown into the plan as a `TransportError`;
  * - the caller's `signal` ends everything: an open request or subscription is aborted,
  *   a sleep cut short, and the plan closed (its `finally` blocks run). An iteration then
  *   ends quietly; a call rejects with the signal's reason;
- * - a subscription is read as server-sent events (`sse.ts`) and closed when the plan
- *   hangs up, opens another, or ends.
+ * - a subscription is closed when the plan hangs up, opens another, or ends.
  */
 
 import { tokenOf, type TokenSource } from "./auth.js";
 import type { Answer, Effect, FollowStatus, OpenEffect, Plan, Query, SendEffect } from "./effects.js";
 import { TransportError } from "./errors.js";
 import { sha256Hex } from "./objects.js";
-import { type SseEvent, SseParser } from "./sse.js";
+import { linked, Subscription, transport } from "./transport.js";
 
 export type Fetch = (input: string, init: RequestInit) => Promise<Response>;
 
@@ -34,41 +32,6 @@ export interface DriverSettings {
 export interface RunOptions {
   signal?: AbortSignal | undefined;
   onStatus?: ((status: FollowStatus) => void) | undefined;
-}
-
-class Subscription {
-  private readonly parser = new SseParser();
-  private readonly decoder = new TextDecoder();
-  private readonly waiting: SseEvent[] = [];
-
-  constructor(private readonly reader: ReadableStreamDefaultReader<Uint8Array>,
-              private readonly request: Linked, private readonly idleSeconds: number | null) {}
-
-  async next(): Promise<SseEvent | null> {
-    while (this.waiting.length === 0) {
-      const chunk = await transport("reading the subscription", this.read());
-      if (chunk.done) return null;
-      this.waiting.push(...this.parser.feed(this.decoder.decode(chunk.value, { stream: true })));
-    }
-    return this.waiting.shift() as SseEvent;
-  }
-
-  close(): void {
-    this.request.end();
-    this.reader.cancel().catch(() => undefined);
-  }
-
-  private read(): Promise<ReadableStreamReadResult<Uint8Array>> {
-    if (this.idleSeconds === null) return this.reader.read();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const idle = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        this.close();
-        reject(new TransportError(`no byte for ${this.idleSeconds} s: the connection is taken as broken`));
-      }, this.idleSeconds as number * 1000);
-    });
-    return Promise.race([this.reader.read(), idle]).finally(() => clearTimeout(timer));
-  }
 }
 
 export class Driver {
@@ -122,7 +85,7 @@ export class Driver {
 
   private async send(effect: SendEffect): Promise<Answer> {
     const what = `${effect.method} ${effect.path}`;
-    const request = this.linked(this.settings.timeoutSeconds, what);
+    const request = linked(this.options.signal, this.settings.timeoutSeconds, what);
     try {
       const headers: { [name: string]: string } = {
         Authorization: `Bearer ${await tokenOf(this.settings.token)}`, ...effect.headers };
@@ -148,7 +111,7 @@ export class Driver {
     const what = `GET ${effect.path}`;
     const token = await tokenOf(effect.token ?? this.settings.token);
     const url = this.url(effect.path, effect.query);
-    const request = this.linked(null, what);
+    const request = linked(this.options.signal, null, what);
     const response = await transport(what, this.settings.fetch(url, {
       method: "GET", headers: { Authorization: `Bearer ${token}`, ...effect.headers },
       signal: request.signal, cache: "no-store" }), request).catch((error: unknown) => {
@@ -182,49 +145,10 @@ export class Driver {
     });
   }
 
-  /** One request's abort: by the caller's signal, by its deadline, or by `end()`. */
-  private linked(seconds: number | null, what: string): Linked {
-    const abort = new AbortController();
-    const signal = this.options.signal;
-    const follow = () => abort.abort(signal?.reason);
-    if (signal?.aborted) follow();
-    signal?.addEventListener("abort", follow, { once: true });
-    const timer = seconds === null ? undefined : setTimeout(() => abort.abort(
-      new TransportError(`${what}: no answer within ${seconds} s`)), seconds * 1000);
-    return {
-      signal: abort.signal,
-      end: () => {
-        clearTimeout(timer);
-        signal?.removeEventListener("abort", follow);
-        abort.abort();
-      },
-    };
-  }
-
   private url(path: string, query: Query | undefined): string {
     const url = new URL(path, this.settings.baseUrl);
     for (const [name, value] of Object.entries(query ?? {})) url.searchParams.set(name, String(value));
     return url.href;
-  }
-}
-
-interface Linked {
-  signal: AbortSignal;
-  end(): void;
-}
-
-/**
- * `work`'s value, its failure as a `TransportError` (the reason of a deadline that cut it
- * short, if one did): whatever makes `fetch` or a body read fail is the transport's.
- */
-async function transport<T>(what: string, work: Promise<T>, request?: Linked): Promise<T> {
-  try {
-    return await work;
-  } catch (error) {
-    const reason: unknown = request?.signal.reason;
-    if (reason instanceof TransportError) throw reason;
-    if (error instanceof TransportError) throw error;
-    throw new TransportError(`${what}: ${String(error)}`, { cause: error });
   }
 }
 
