@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
 .PHONY: install run test lint lock clean browser deploy-tools fuzz chaos bench-http bench-peers example
-.PHONY: conformance conformance-deps
+.PHONY: conformance conformance-deps typescript-sdk
 
 $(STAMP): requirements.lock pyproject.toml sdk/python/pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -26,7 +26,7 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-test: lint browser deploy-tools conformance-deps
+test: lint browser deploy-tools conformance-deps typescript-sdk
 	$(BIN)/pytest -n 2
 
 # The viewer test drives Debian's chromium (through Playwright's `executable_path`,
@@ -49,6 +49,20 @@ $(CONFORMANCE)/node_modules/.installed-stamp: $(CONFORMANCE)/package-lock.json
 	touch $@
 
 conformance-deps: $(CONFORMANCE)/node_modules/.installed-stamp
+
+# The TypeScript SDK (sdk/typescript, ADR 0068): its dev packages from the committed lock,
+# once per lock change, and its dist/ built again when a source changes. Its tests
+# (tests/sdk_typescript) run node's test runner and Chromium over the build.
+TS_SDK := sdk/typescript
+$(TS_SDK)/node_modules/.installed-stamp: $(TS_SDK)/package-lock.json
+	cd $(TS_SDK) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(TS_SDK)/node_modules/.built-stamp: $(TS_SDK)/node_modules/.installed-stamp $(TS_SDK)/tsconfig.json $(wildcard $(TS_SDK)/src/*.ts)
+	cd $(TS_SDK) && npm run --silent build
+	touch $@
+
+typescript-sdk: $(TS_SDK)/node_modules/.built-stamp
 
 # The suite alone, against a `runnel serve` it starts on Postgres; prints the counts.
 conformance: install conformance-deps

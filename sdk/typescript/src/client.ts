@@ -1,0 +1,177 @@
+/**
+ * The client: every call of the API over `fetch`.
+ *
+ * Shapes are the server's (`wire.ts`): a record sent is `{payload}` or `{data,
+ * content_type}` with an optional `idempotency_key`; what comes back is a `StreamRecord`.
+ * The cursor rule, everywhere: a cursor `c` is the last sequence seen, a read or follow
+ * from `c` gives `sequence > c` ascending, each once; `0` is the beginning. Every call
+ * throws `RunnelError` for a refusal (its `status` and `code` are the server's problem),
+ * `TokenExpired` / `Unauthenticated` for a 401, and `TransportError` when no answer came
+ * (a follow and a producer retry those themselves).
+ */
+
+import type { TokenSource } from "./auth.js";
+import * as calls from "./calls.js";
+import { type DriverSettings, type Fetch, iterate, run, type RunOptions } from "./drive.js";
+import type { FollowStatus, Plan } from "./effects.js";
+import { follow, type FollowOptions } from "./followPlan.js";
+import { bytesOf, type ObjectBody } from "./objects.js";
+import { Producer, type ProducerOptions } from "./producer.js";
+import { StreamHandle } from "./stream.js";
+import type {
+  AckResult, AppendResult, BrowserToken, CloseResult, LiveEvent, LiveResult, ObjectIntent,
+  ReadPage, RecordInput, StreamDefinition, StreamInfo, StreamRecord, SubscribeGrant,
+} from "./wire.js";
+
+export interface ClientOptions {
+  /** The server, e.g. `http://127.0.0.1:8080`; a page's own origin by default. */
+  baseUrl?: string;
+  /** An API token, or a function returning one (asked for every request and reconnect). */
+  token: TokenSource;
+  /** How long a request and its answer may take (not a subscription): 30 s by default. */
+  timeoutSeconds?: number;
+  /** How often `append` sends a 429 again after its `Retry-After`: 5 by default. */
+  maxBackpressureRetries?: number;
+  /** The `fetch` to use (a wrapped one in tests, a runtime's own); the global by default. */
+  fetch?: Fetch;
+}
+
+/** `follow()`'s options (`followPlan.ts` has the rules). */
+export interface FollowCallOptions extends Omit<FollowOptions, "runId" | "streamId"> {
+  /** Ends the follow: the iteration ends quietly, the connection is closed. */
+  signal?: AbortSignal;
+  /** `following` once a subscription is open, `reconnecting` while it waits to try again. */
+  onStatus?: (status: FollowStatus) => void;
+}
+
+export interface ReadOptions {
+  after?: number;
+  limit?: number;
+  signal?: AbortSignal;
+}
+
+export class RunnelClient {
+  readonly settings: DriverSettings;
+  readonly maxBackpressureRetries: number;
+
+  constructor(options: ClientOptions) {
+    const baseUrl = options.baseUrl ?? (globalThis as { location?: { origin?: string } }).location?.origin;
+    if (baseUrl === undefined) throw new TypeError("baseUrl is required outside a browser page");
+    const fetcher = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.settings = { baseUrl, token: options.token, timeoutSeconds: options.timeoutSeconds ?? 30,
+                      fetch: fetcher };
+    this.maxBackpressureRetries = options.maxBackpressureRetries ?? 5;
+  }
+
+  /** A handle on one stream: the methods below without the two ids. */
+  stream(runId: string, streamId: string): StreamHandle {
+    return new StreamHandle(this, runId, streamId);
+  }
+
+  /** An idempotent, batching, retrying writer of the stream (`producer.ts`). */
+  producer(runId: string, streamId: string, options: ProducerOptions): Producer {
+    return new Producer(this, runId, streamId, options);
+  }
+
+  /**
+   * Create (or identically re-create) a stream; `{run_id, stream_id, definition, status,
+   * created_at}`. 409 `definition_conflict` for a different definition.
+   */
+  createStream(runId: string, definition: StreamDefinition): Promise<StreamInfo> {
+    return this.call(calls.createStream(runId, definition));
+  }
+
+  /** The definition and status (`status.consumers` has each consumer's ack); 404 `not_found`. */
+  getStream(runId: string, streamId: string): Promise<StreamInfo> {
+    return this.call(calls.getStream(runId, streamId));
+  }
+
+  /**
+   * Append a batch (1–1000 records) in one transaction; `{sequences, head}` (a used
+   * idempotency key answers its original sequence and stores nothing). A 429 is sent
+   * again after its `Retry-After` up to `backpressureRetries` times, then
+   * `BackpressureError`. 409 `stream_closed` / `quota_exhausted`, 413 `too_large`.
+   */
+  append(runId: string, streamId: string, records: RecordInput[],
+         options: { backpressureRetries?: number } = {}): Promise<AppendResult> {
+    return this.call(calls.append(runId, streamId, records,
+                                  options.backpressureRetries ?? this.maxBackpressureRetries));
+  }
+
+  /**
+   * One page of records with `sequence > after` (`limit` 1–1000, 100 by default); read on
+   * from `next_cursor`. 400 `future_cursor` past the head; `ResyncRequired` (410) when
+   * retention removed `after + 1`.
+   */
+  read(runId: string, streamId: string, options: ReadOptions = {}): Promise<ReadPage> {
+    return this.call(calls.read(runId, streamId, options.after ?? 0, options.limit ?? 100),
+                     { signal: options.signal });
+  }
+
+  /**
+   * Acknowledge a declared consumer up to `sequence`: `{consumer_id, acked}`. 409
+   * `ack_regression` below its ack, 400 `ack_beyond_head`, 404 `consumer_not_found`.
+   */
+  ack(runId: string, streamId: string, consumerId: string, sequence: number): Promise<AckResult> {
+    return this.call(calls.ack(runId, streamId, consumerId, sequence));
+  }
+
+  /** Close the stream (idempotent): `{closed: true, head}`; followers end after the head. */
+  closeStream(runId: string, streamId: string): Promise<CloseResult> {
+    return this.call(calls.closeStream(runId, streamId));
+  }
+
+  /** Publish best-effort live chunks, stored nowhere: `{accepted}`. */
+  publishLive(runId: string, streamId: string, chunks: unknown[],
+              options: calls.LiveOptions = {}): Promise<LiveResult> {
+    return this.call(calls.publishLive(runId, streamId, chunks, options));
+  }
+
+  /** A read-only token of this one stream's subscription (≤ 300 s, 60 by default). */
+  subscribeToken(runId: string, streamId: string, options: { ttlSeconds?: number } = {}): Promise<SubscribeGrant> {
+    return this.call(calls.subscribeToken(runId, streamId, options.ttlSeconds));
+  }
+
+  /** For a backend: a subscribe token to hand a browser, with the subscribe URL that takes it. */
+  browserToken(runId: string, streamId: string, options: { ttlSeconds?: number } = {}): Promise<BrowserToken> {
+    return this.call(calls.browserToken(this.settings.baseUrl, runId, streamId, options.ttlSeconds));
+  }
+
+  /**
+   * Store a large body (≤ 32 MiB) as an object record: prepare with its size and SHA-256,
+   * upload, commit; the committed record (`record.object` has `object_id`, `size`,
+   * `sha256`, `href`). Safe to repeat (`objects.ts`). 422 `digest_mismatch`.
+   */
+  async uploadObject(runId: string, streamId: string, body: ObjectBody,
+                     options: calls.UploadOptions = {}): Promise<StreamRecord> {
+    return this.call(calls.uploadObject(runId, streamId, await bytesOf(body), options));
+  }
+
+  /** The intent's state and pins (`sequence` once committed). */
+  getObject(runId: string, streamId: string, objectId: string): Promise<ObjectIntent> {
+    return this.call(calls.getObject(runId, streamId, objectId));
+  }
+
+  /** The body of an object record (the record or its `object_id`), checked against its pins. */
+  downloadObject(runId: string, streamId: string, target: StreamRecord | string): Promise<Uint8Array> {
+    return this.call(calls.downloadObject(runId, streamId, target));
+  }
+
+  /**
+   * Every record above the cursor, once, in order, across reconnects and server restarts;
+   * ends when the stream is closed and every record was yielded. With `live: true` the
+   * best-effort chunks come too, as `LiveEvent`s under the two-layer rules (ADR 0019).
+   * Where it starts, how it acks, renews its token and handles a resync: `followPlan.ts`.
+   */
+  follow(runId: string, streamId: string, options?: FollowCallOptions & { live?: false }): AsyncGenerator<StreamRecord, void>;
+  follow(runId: string, streamId: string, options: FollowCallOptions & { live: boolean }): AsyncGenerator<StreamRecord | LiveEvent, void>;
+  follow(runId: string, streamId: string, options: FollowCallOptions = {}): AsyncGenerator<StreamRecord | LiveEvent, void> {
+    const { signal, onStatus, ...rules } = options;
+    const plan = follow({ ...rules, runId, streamId }, this.settings.token);
+    return iterate(this.settings, plan, { signal, onStatus }) as AsyncGenerator<StreamRecord | LiveEvent, void>;
+  }
+
+  private call<T>(plan: Plan<T>, options: RunOptions = {}): Promise<T> {
+    return run(this.settings, plan, options);
+  }
+}
