@@ -37,7 +37,7 @@ EXPOSED_HEADERS = (
     "retry-after, x-request-id, www-authenticate, location, etag, stream-next-offset, "
     "stream-cursor, stream-up-to-date, stream-closed, producer-epoch, producer-seq, "
     "producer-expected-seq, producer-received-seq, stream-ttl, stream-expires-at, "
-    "stream-sse-data-encoding, runnel-run-id")
+    "stream-sse-data-encoding, runnel-run-id, x-content-sha256")
 """What a browser client may read besides the CORS-safelisted response headers."""
 _ORIGIN = b"origin"
 _REQUEST_METHOD = b"access-control-request-method"

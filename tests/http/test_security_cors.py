@@ -79,7 +79,7 @@ async def test_every_answer_to_a_listed_origin_names_it_and_exposes_what_a_clien
             assert granted["access-control-allow-origin"] == ALLOWED, response
             exposed = granted["access-control-expose-headers"].split(", ")
             for name in ("retry-after", "x-request-id", "stream-next-offset",
-                         "stream-cursor"):
+                         "stream-cursor", "x-content-sha256"):
                 assert name in exposed
             assert "access-control-allow-credentials" not in granted
             assert varies_on_origin(response)
