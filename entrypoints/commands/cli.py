@@ -77,8 +77,6 @@ class _Server(uvicorn.Server):
             return
         if not self._banner:
             return
-        if sockets is not None:  # uvicorn says where it runs only for sockets it bound itself
-            self._log_started_message(sockets)
         port = self.config.port
         for server in self.servers:
             for listening in server.sockets:
@@ -99,15 +97,20 @@ def _announce(settings: Settings, host: str, port: int) -> None:
 
 
 def _banner_head(settings: Settings, host: str, port: int) -> list[str]:
-    """Where it listens and what it runs on: no token, no example."""
+    """Where it listens and what it runs on: no token, no example. Each line says what its
+    concept is before it says what this node does with it."""
     url = f"http://{host}:{port}"
     storage = ("in memory (nothing survives exit)" if settings.storage == "memory"
                else "Postgres at RUNNEL_DATABASE_URL" if settings.database_url
-               else f"embedded Postgres under {settings.data_dir.resolve()}")
+               else f"embedded Postgres under {settings.data_dir.resolve()} "
+                    "(its own log: postgres.log there)")
     return [
         f"Runnel listening on {url}",
-        f"  storage:   {storage}; region {settings.region}",
-        f"  inputs:    input records {_inputs(settings)}"
+        f"  storage:   {storage}",
+        f"  region:    {settings.region} (RUNNEL_REGION): a stream created without a "
+        "`placement` keeps its data in this region",
+        "  inputs:    records of input streams go to your workflow engine through a wait "
+        f"service (RUNNEL_WAIT_SERVICE): {_inputs(settings)}"
         + ("" if settings.workers else " (this process runs no workers: `runnel worker` "
            "delivers with its own RUNNEL_WAIT_SERVICE)"),
         f"  API docs:  {url}/schema  (self-contained; OpenAPI: {url}/schema/openapi.json)",
@@ -119,8 +122,9 @@ def _banner(settings: Settings, host: str, port: int) -> str:
     return "\n".join([
         *_banner_head(settings, host, port),
         *_token_lines(settings, host),
-        f"  try it:    create stream 'answer' in run {EXAMPLE_RUN!r} (then: README, A first "
-        f"stream; the console at {url}/)",
+        f"  try it:    create stream 'answer' in run {EXAMPLE_RUN!r}, content class "
+        f"output.text (what its records are), consumer 'ui' (then: README, A first stream; "
+        f"the console at {url}/)",
         f'  curl -s -H "Authorization: Bearer $RUNNEL_TOKEN" -H "content-type: application/json"'
         f" -d '{EXAMPLE_DEFINITION}' {url}{API_PREFIX}/runs/{EXAMPLE_RUN}/streams",
     ])
@@ -188,18 +192,18 @@ def _inputs(settings: Settings) -> str:
     """What happens to input records, by `RUNNEL_WAIT_SERVICE` (ADR 0014)."""
     kind = settings.wait_service_kind()
     if kind == "webhook":
-        return (f"are delivered to the webhook at {settings.webhook_url}, signed with "
-                "RUNNEL_WEBHOOK_SECRET (2xx = delivered)")
+        return (f"the webhook at {settings.webhook_url}, signed with RUNNEL_WEBHOOK_SECRET "
+                "(2xx = delivered)")
     if kind == "dbos":
-        return ("are sent to each run's DBOS workflow (topic: the stream id; delivered once "
-                "committed in the DBOS system database)")
+        return ("each run's DBOS workflow (topic: the stream id; delivered once committed "
+                "in the DBOS system database)")
     if kind == "notify":
-        return (f"are published as NOTIFY on {settings.notify_channel!r} (only sessions "
-                "listening at that moment receive them)")
+        return (f"NOTIFY on {settings.notify_channel!r} (only sessions listening at that "
+                "moment receive them)")
     if kind == "memory":
-        return "are kept in this process (RUNNEL_STORAGE=memory: no workflow gets them)"
-    return ("will stay pending until RUNNEL_WAIT_SERVICE is set (webhook, dbos or notify); "
-            "see status.pending_inputs and runnel_input_pending")
+        return "none: they are kept in this process (RUNNEL_STORAGE=memory)"
+    return ("none is set (webhook, dbos or notify), so they stay pending "
+            "(see status.pending_inputs)")
 
 
 def _warn_durable_streams_binding(settings: Settings, host: str) -> None:

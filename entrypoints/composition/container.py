@@ -91,8 +91,9 @@ async def open_node(settings: Settings, metrics: Metrics,
             await stack.enter_async_context(open_wait_service(settings, backend)),
             settings.wait_service_kind(), metrics)
         if wait_service is None and settings.workers:
-            log.warning("RUNNEL_WAIT_SERVICE is not set: input records stay pending until a "
-                        "node with a wait service delivers them")
+            log.warning("RUNNEL_WAIT_SERVICE is not set: no workflow engine is sent the records "
+                        "of input streams; they stay pending until a node with a wait service "
+                        "(webhook, dbos or notify) delivers them")
         for collector in backend.collectors:
             metrics.registry.register(collector)
             stack.callback(metrics.registry.unregister, collector)

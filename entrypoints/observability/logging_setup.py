@@ -12,7 +12,9 @@ Rules:
   `text` (timestamped lines) or `json` (one object per line, `log_format.py`); what is
   logged while the configuration is being built is held, then written by that handler;
 - `runnel serve` hands the same configuration to uvicorn, whose own loggers then
-  propagate to the root; `--access-log` turns `uvicorn.access` on.
+  propagate to the root; `--access-log` turns `uvicorn.access` on; uvicorn's start-up
+  lines (process started, application startup) are dropped: the banner, printed once
+  the server listens, says it has started.
 """
 
 from __future__ import annotations
@@ -30,6 +32,13 @@ from entrypoints.observability.log_format import JsonFormatter, TextFormatter
 from entrypoints.observability.log_ids import LogIds, ScrubIds
 
 _UVICORN_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access")
+UVICORN_START_UP = frozenset({"Started server process [%d]", "Waiting for application startup.",
+                              "Application startup complete."})
+
+
+class QuietStartUp(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.msg not in UVICORN_START_UP
 
 
 def logging_config(settings: Settings) -> dict[str, Any]:
@@ -39,6 +48,7 @@ def logging_config(settings: Settings) -> dict[str, Any]:
         "version": 1,
         "disable_existing_loggers": False,
         "filters": {"redact_tokens": {"()": RedactTokens},
+                    "quiet_start_up": {"()": QuietStartUp},
                     "scrub_ids": {"()": ScrubIds,
                                   "ids": LogIds(settings.resolved_jwt_secret())}},
         "formatters": {"runnel": {"()": formatter}},
@@ -47,7 +57,8 @@ def logging_config(settings: Settings) -> dict[str, Any]:
                                 "stream": "ext://sys.stderr"}},
         "root": {"handlers": ["stderr"], "level": settings.log_level},
         # uvicorn's loggers lose the handlers its default config gives them and propagate.
-        "loggers": {name: {"handlers": [], "propagate": True, "level": settings.log_level}
+        "loggers": {name: {"handlers": [], "propagate": True, "level": settings.log_level,
+                           "filters": ["quiet_start_up"]}
                     for name in _UVICORN_LOGGERS},
     }
 
