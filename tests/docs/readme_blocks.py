@@ -2,13 +2,14 @@
 runnable blocks (ADR 0036).
 
 Rules:
-- every fenced block tagged `sh`, `bash`, `shell` or `python` runs, as written, unless the
+- every fenced block tagged `sh`, `bash`, `shell`, `python` or `ts` runs, as written, unless the
   line above its fence is `<!-- readme-test: skip: WHY -->` (a command for another
   machine, or `make run` itself, which the test has started already). Keep those rare;
 - a document's blocks run in order, in one bash session, from the checkout's root: a
   shell block's variables carry over to the blocks after it; a python block runs at its
   place in that order as a script of its own (`.venv/bin/python`), with the variables
-  the session exported;
+  the session exported; a `ts` block likewise, bundled by the TypeScript SDK's esbuild
+  with `@runnel/client` taken from `sdk/typescript/src` and run by `node`;
 - `<!-- readme-test: background -->` above a runnable block: it blocks (a subscription)
   and starts in the background at that point; it must end, with status 0, before the
   document's script does;
@@ -31,9 +32,12 @@ from pathlib import Path
 MARKER = re.compile(r"^<!-- readme-test: (background|output|background output|skip: .+) -->$")
 FENCE = "```"
 SHELL = frozenset({"sh", "bash", "shell"})
-RUNNABLE = SHELL | {"python"}
+TYPESCRIPT = frozenset({"ts", "typescript"})
+RUNNABLE = SHELL | TYPESCRIPT | {"python"}
 PYTHON = ".venv/bin/python"
 PYTHON_END = "RUNNEL_DOCS_PYTHON_BLOCK"
+ESBUILD = ("sdk/typescript/node_modules/.bin/esbuild --bundle --platform=node --format=esm "
+           "--log-level=warning --alias:@runnel/client=./sdk/typescript/src/index.ts")
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,11 @@ def _command(block: Block) -> list[str]:
         return [block.text]
     if PYTHON_END in block.text:
         raise ValueError(f"line {block.line}: the block holds {PYTHON_END}")
+    if block.language in TYPESCRIPT:
+        return ['ts_dir=$(mktemp -d)', f"cat > \"$ts_dir/block.ts\" <<'{PYTHON_END}'",
+                block.text, PYTHON_END,
+                f'{ESBUILD} "$ts_dir/block.ts" --outfile="$ts_dir/block.mjs"',
+                'node "$ts_dir/block.mjs"']
     return [f"{PYTHON} - <<'{PYTHON_END}'", block.text, PYTHON_END]
 
 
