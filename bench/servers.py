@@ -55,7 +55,7 @@ trivial = constant_app(200, b"text/plain", b"ok")
 
 def runnel_app() -> Any:
     from entrypoints.composition.settings import Settings
-    from entrypoints.http import create_asgi_app
+    from entrypoints.http.app import create_asgi_app
 
     return create_asgi_app(Settings())
 

@@ -10,24 +10,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import errno
-import ipaddress
 import logging
 import os
 import re
-import shutil
 import socket
 import sys
 from collections.abc import Callable
 from importlib.metadata import version
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import uvicorn
 from pydantic import ValidationError
 
 from adapters.fs.data_dir import UnsafeDataDir
-from application.views import API_PREFIX
-from entrypoints.auth.tokens import ALGORITHM, mint_token
+from entrypoints.commands.banner import announce, is_loopback
 from entrypoints.commands.token import TokenRefused, server_secret, token_command
 from entrypoints.composition.backend import database_url
 from entrypoints.composition.settings import ConfigurationError, Settings
@@ -36,16 +32,6 @@ from entrypoints.observability.logging_setup import configure_logging, logging_c
 
 if TYPE_CHECKING:
     from entrypoints.http.draining import Draining
-
-DEV_TENANT = "dev"
-DEV_SUBJECT = "developer"
-DEV_SCOPES = ("streams:read", "streams:write")
-DEV_TOKEN_TTL_SECONDS = 8 * 3600
-LOOPBACK_NAMES = frozenset({"localhost"})
-EXAMPLE_RUN = "demo"
-EXAMPLE_DEFINITION = '{"stream_id":"answer","content_class":"output.text","consumers":["ui"]}'
-"""What the banner's example creates: the README's first stream, so both can be run (an
-identical definition is 200, not a conflict)."""
 
 
 def _version(_: argparse.Namespace) -> int:
@@ -83,123 +69,7 @@ class _Server(uvicorn.Server):
         for server in self.servers:
             for listening in server.sockets:
                 port = listening.getsockname()[1]
-        _announce(self._settings, self.config.host, port)
-
-
-def _announce(settings: Settings, host: str, port: int) -> None:
-    """The banner on stdout; with JSON logs, one log line instead (stdout is a log stream
-    to a supervisor) and the banner only when stdout is a terminal, a person reading it."""
-    if settings.log_format != "json":
-        print(_banner(settings, host, port), flush=True)
-        return
-    logging.getLogger("runnel.serve").info(
-        "%s", "; ".join(line.strip() for line in _banner_head(settings, host, port)))
-    if sys.stdout.isatty():
-        print(_banner(settings, host, port), flush=True)
-
-
-def _banner_head(settings: Settings, host: str, port: int) -> list[str]:
-    """Where it listens and what it runs on: no token, no example."""
-    url = f"http://{host}:{port}"
-    storage = ("in memory (nothing survives exit)" if settings.storage == "memory"
-               else "Postgres at RUNNEL_DATABASE_URL" if settings.database_url
-               else f"embedded Postgres under {settings.data_dir.resolve()}")
-    return [
-        f"Runnel listening on {url}",
-        f"  storage:   {storage}; region {settings.region}",
-        f"  inputs:    input records {_inputs(settings)}"
-        + ("" if settings.workers else " (this process runs no workers: `runnel worker` "
-           "delivers with its own RUNNEL_WAIT_SERVICE)"),
-        f"  API docs:  {url}/schema  (self-contained; OpenAPI: {url}/schema/openapi.json)",
-    ]
-
-
-def _banner(settings: Settings, host: str, port: int) -> str:
-    url = f"http://{host}:{port}"
-    return "\n".join([
-        *_banner_head(settings, host, port),
-        *_token_lines(settings, host),
-        f"  try it:    create stream 'answer' in run {EXAMPLE_RUN!r} (then: README, A first "
-        f"stream; the console at {url}/)",
-        f'  curl -s -H "Authorization: Bearer $RUNNEL_TOKEN" -H "content-type: application/json"'
-        f" -d '{EXAMPLE_DEFINITION}' {url}{API_PREFIX}/runs/{EXAMPLE_RUN}/streams",
-    ])
-
-
-def command_name() -> str:
-    """How to type this `runnel` here: `runnel` when that is on PATH, else its script's path,
-    relative to the working directory when inside it (`.venv/bin/runnel` in a checkout)."""
-    script = Path(sys.executable).parent / "runnel"
-    on_path = shutil.which("runnel")
-    if on_path is not None and Path(on_path).resolve() == script.resolve():
-        return "runnel"
-    try:
-        return str(script.relative_to(Path.cwd()))
-    except ValueError:
-        return str(script)
-
-
-def is_local_default(settings: Settings) -> bool:
-    """The embedded default (no database configured) or the in-memory simulation: a
-    single-machine setup whose data only its own user reaches."""
-    return settings.storage == "memory" or not settings.database_url
-
-
-def _no_dev_token_because(settings: Settings, host: str) -> str | None:
-    """Why `serve` prints no dev token, or None: it prints one only on a local default,
-    listening on loopback only, with the secret it generated itself (ADR 0053)."""
-    if not is_local_default(settings):
-        return "a configured database"
-    if not _is_loopback(host):
-        return f"listening on {host}, not on loopback only"
-    if settings.jwt_secret is not None:
-        return "RUNNEL_JWT_SECRET is set"
-    return None
-
-
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host in LOOPBACK_NAMES
-
-
-def _token_lines(settings: Settings, host: str) -> list[str]:
-    if ALGORITHM not in settings.token_algorithms():
-        return ["  tokens:    this server accepts only "
-                f"{', '.join(settings.token_algorithms())} tokens: mint them with the issuer "
-                "of its JWKS"]
-    reason = _no_dev_token_because(settings, host)
-    if reason is not None:
-        return [f"  tokens:    none printed ({reason}); mint one per client:",
-                f"  export RUNNEL_TOKEN=$({command_name()} token --tenant {DEV_TENANT} "
-                "--sub alice --scopes streams:read,streams:write --ttl 3600)"]
-    ttl = min(DEV_TOKEN_TTL_SECONDS, settings.max_token_lifetime_seconds)
-    token = mint_token(settings.resolved_jwt_secret(), tenant=DEV_TENANT, sub=DEV_SUBJECT,
-                       scopes=DEV_SCOPES, ttl_seconds=ttl, issuer=settings.jwt_issuer,
-                       audience=settings.jwt_audience)
-    valid = f"{ttl // 3600} h" if ttl >= 3600 else f"{ttl} s"
-    return [f"  dev token: tenant {DEV_TENANT!r}, sub {DEV_SUBJECT!r}, scopes "
-            f"{', '.join(DEV_SCOPES)}, valid {valid} (local default on loopback only)",
-            f"  export RUNNEL_TOKEN={token}"]
-
-
-def _inputs(settings: Settings) -> str:
-    """What happens to input records, by `RUNNEL_WAIT_SERVICE` (ADR 0014)."""
-    kind = settings.wait_service_kind()
-    if kind == "webhook":
-        return (f"are delivered to the webhook at {settings.webhook_url}, signed with "
-                "RUNNEL_WEBHOOK_SECRET (2xx = delivered)")
-    if kind == "dbos":
-        return ("are sent to each run's DBOS workflow (topic: the stream id; delivered once "
-                "committed in the DBOS system database)")
-    if kind == "notify":
-        return (f"are published as NOTIFY on {settings.notify_channel!r} (only sessions "
-                "listening at that moment receive them)")
-    if kind == "memory":
-        return "are kept in this process (RUNNEL_STORAGE=memory: no workflow gets them)"
-    return ("will stay pending until RUNNEL_WAIT_SERVICE is set (webhook, dbos or notify); "
-            "see status.pending_inputs and runnel_input_pending")
+        announce(self._settings, self.config.host, port)
 
 
 def _warn_durable_streams_binding(settings: Settings, host: str) -> None:
@@ -213,7 +83,7 @@ def _warn_durable_streams_binding(settings: Settings, host: str) -> None:
 def _warn_open_metrics(settings: Settings, host: str) -> None:
     from entrypoints.observability.metrics_access import MetricsAccess
 
-    if settings.metrics_token is None and not _is_loopback(host):
+    if settings.metrics_token is None and not is_loopback(host):
         logging.getLogger("runnel.config").warning(MetricsAccess.OPEN_WARNING.format(host=host))
 
 
@@ -238,7 +108,7 @@ def build_server(settings: Settings, host: str, port: int, access_log: bool,
                  banner: bool = True) -> uvicorn.Server:
     """One serving process: the app on uvicorn with the bounded protocol (ADR 0021)."""
     from entrypoints.composition.collector import tune_for_serving
-    from entrypoints.http import create_asgi_app
+    from entrypoints.http.app import create_asgi_app
     from entrypoints.http.connections import ConnectionBudget, bounded_protocol, connection_limits
     from entrypoints.http.draining import Draining
     from entrypoints.observability.tracing import start_tracing

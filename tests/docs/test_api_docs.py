@@ -13,7 +13,7 @@ from pydantic import BaseModel, SecretStr
 
 from domain.definition import CreditPins, PlacementPins, RetentionPins, StreamDefinition
 from entrypoints.composition.settings import Settings
-from entrypoints.http import create_app
+from entrypoints.http.app import create_app
 
 STREAM = "/api/workflow-streams/runs/{run_id}/streams/{stream_id}"
 COMPOSITE = ("properties", "additionalProperties", "patternProperties", "oneOf", "anyOf",

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from entrypoints.commands.cli import DEV_TENANT
+from entrypoints.commands.banner import DEV_TENANT
 from tests.docs.readme_blocks import Step, marked_blocks, script, shows, steps
 from tests.http.server import RunnelServer
 
