@@ -84,7 +84,8 @@ def build_server(settings: Settings, host: str, port: int, access_log: bool,
     """One serving process: the app on uvicorn with the bounded protocol (ADR 0021)."""
     from entrypoints.composition.collector import tune_for_serving
     from entrypoints.http.app import create_asgi_app
-    from entrypoints.http.connections import ConnectionBudget, bounded_protocol, connection_limits
+    from entrypoints.http.bounded_protocol import bounded_protocol
+    from entrypoints.http.connections import ConnectionBudget, connection_limits
     from entrypoints.http.draining import Draining
     from entrypoints.observability.tracing import start_tracing
 
