@@ -31,7 +31,7 @@ from adapters.postgres.pool import DatabaseBounds
 from application.maintenance import UpkeepSettings
 from application.node import NodeSettings
 from domain.credit_ceilings import INT64_MAX, CreditCeilings
-from domain.definition import MAX_OPEN_OBJECTS_CEILING, MAX_UNREAD_ITEMS_CEILING
+from domain.pins import MAX_OPEN_OBJECTS_CEILING, MAX_UNREAD_ITEMS_CEILING
 from entrypoints.auth.trusted_proxies import parse_networks
 from entrypoints.http.cors import parse_origins
 

@@ -11,7 +11,8 @@ import pytest
 from litestar.testing import TestClient
 from pydantic import BaseModel, SecretStr
 
-from domain.definition import CreditPins, PlacementPins, RetentionPins, StreamDefinition
+from domain.definition import StreamDefinition
+from domain.pins import CreditPins, PlacementPins, RetentionPins
 from entrypoints.composition.settings import Settings
 from entrypoints.http.app import create_app
 
