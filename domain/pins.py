@@ -2,7 +2,7 @@
 placement, authorization, and the declared consumers (`definition.py` holds them together).
 
 Rules:
-- every pin is validated once, strictly (no coercion, no unknown field), and is frozen;
+- every group is strict (values of the types JSON gives, no unknown field) and frozen;
 - absolute maxima bound each pin whatever a node's `CreditCeilings` say (those may only
   be lower);
 - a list in JSON is a tuple here, each entry checked as it is read.
