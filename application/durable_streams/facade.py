@@ -24,12 +24,12 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
-from datetime import datetime
+from dataclasses import replace
 from typing import Any
 
 from application.appending import AppendResult
 from application.durable_streams.forks import FACADE_STREAM, copy_prefix, resolve_point
+from application.durable_streams.stream_config import StreamConfig, matching
 from application.follow_loop import KeepaliveFrame
 from application.keyed_locks import KeyedLocks
 from application.ports.clock import Clock
@@ -52,18 +52,6 @@ FACADE_DEFINITION = {"stream_id": FACADE_STREAM, "content_class": "durable_strea
 RUN_PREFIX = "ds-"
 EXPIRY_SUBJECT = "runnel:facade-expiry"
 """Who deletes an expired stream for the sweep (as its tenant's admin)."""
-
-
-@dataclass(frozen=True)
-class StreamConfig:
-    """What a PUT asks for; an existing stream must match it for a 200."""
-
-    content_type: str
-    ttl_seconds: int | None
-    expires_at: datetime | None
-    forked_from: str | None = None
-    fork_offset: int | None = None
-    fork_sub_offset: int = 0
 
 
 class DurableStreams:
@@ -102,7 +90,7 @@ class DurableStreams:
         principal.require_scope(Scope.WRITE)
         existing = await self._existing(principal, path)
         if existing is not None:
-            return self._same(existing, config), False
+            return matching(existing, config), False
         run_id = RUN_PREFIX + uuid.uuid4().hex
         await self._service.definitions.create(principal, run_id, dict(self._definition))
         config = await self._fork(principal, config, run_id)
@@ -113,7 +101,7 @@ class DurableStreams:
         entry = await self._catalog.insert(principal.tenant, fresh)
         if entry.run_id != run_id:  # another create of the path won
             await self._erase_run(principal, run_id)
-            return self._same(entry, config), False
+            return matching(entry, config), False
         return entry, True
 
     async def fork_source(self, principal: Principal, path: str) -> FacadeEntry:
@@ -130,20 +118,6 @@ class DurableStreams:
             return None
         except StreamGone:
             raise PathInUse("the path belongs to a deleted stream that still has forks") from None
-
-    @staticmethod
-    def _same(entry: FacadeEntry, config: StreamConfig) -> FacadeEntry:
-        mine = (entry.content_type.split(";")[0].strip().lower(), entry.ttl_seconds,
-                entry.expires_at, entry.forked_from,
-                entry.fork_offset if entry.forked_from else None, entry.fork_sub_offset or 0)
-        asked = (config.content_type.split(";")[0].strip().lower(), config.ttl_seconds,
-                 config.expires_at, config.forked_from,
-                 config.fork_offset if config.forked_from else None, config.fork_sub_offset)
-        if config.forked_from is not None and config.fork_offset is None:
-            asked = (*asked[:4], mine[4], asked[5])  # no offset asked: the one resolved then
-        if mine != asked:
-            raise PathInUse("stream exists with a different configuration")
-        return entry
 
     async def _fork(self, principal: Principal, config: StreamConfig,
                     run_id: str) -> StreamConfig:

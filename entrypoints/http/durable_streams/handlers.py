@@ -11,7 +11,8 @@ from typing import Any
 from litestar import Request, Response
 from litestar.response import Stream
 
-from application.durable_streams.facade import DurableStreams, StreamConfig
+from application.durable_streams.facade import DurableStreams
+from application.durable_streams.stream_config import StreamConfig
 from application.ports.clock import Clock
 from application.ports.durable_streams import (
     FacadeEntry,
