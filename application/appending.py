@@ -21,9 +21,9 @@ from application.ports.records import StoredRecord
 from application.ports.streams import StreamSession, StreamStore
 from application.ports.waking import WakeBus
 from application.store_budget import store_budget, store_deadline
-from domain.definition import CreditPins
 from domain.errors import Backpressure, InvalidRecord
 from domain.identifiers import StreamKey
+from domain.pins import CreditPins
 from domain.principal import Principal
 from domain.records import Draft, draft_from_wire
 from domain.stream import AppendPlan

@@ -17,7 +17,7 @@ from application.ports.clock import Clock
 from application.ports.errors import ObjectRegionUnavailable
 from application.ports.objects import ObjectStore
 from application.ports.streams import StreamSession, StreamStore
-from domain.definition import PlacementPins, StreamDefinition
+from domain.definition import StreamDefinition
 from domain.errors import DomainError, NotFound, ObjectStateConflict
 from domain.identifiers import StreamKey, object_intent_id
 from domain.masking import ObjectBody, enforce
@@ -28,6 +28,7 @@ from domain.object_intent import (
     ObjectIntent,
     ObjectPins,
 )
+from domain.pins import PlacementPins
 from domain.principal import Principal
 from domain.records import draft_for_object
 from domain.residency import object_region_for

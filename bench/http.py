@@ -81,7 +81,8 @@ def serve_echo(kind: str, port: int) -> None:
     import uvicorn
 
     from entrypoints.composition.settings import Settings
-    from entrypoints.http.connections import ConnectionBudget, bounded_protocol, connection_limits
+    from entrypoints.http.bounded_protocol import bounded_protocol
+    from entrypoints.http.connections import ConnectionBudget, connection_limits
 
     app = litestar_echo() if kind == "litestar" else asgi_echo
     http = bounded_protocol(ConnectionBudget(connection_limits(Settings())))

@@ -9,7 +9,7 @@ candidate gets the same client).
                                       [--only trivial append]
 
 Candidates: uvicorn + httptools (what `runnel serve` ran before ADR 0021), uvicorn + h11,
-uvicorn + the bounded httptools protocol of `entrypoints/http/connections.py` (what it
+uvicorn + the bounded httptools protocol of `entrypoints/http/bounded_protocol.py` (what it
 runs now), and granian (ASGI; skipped when not installed: `uv pip install granian`).
 Apps: `trivial` answers `ok` to any request; `append` is the Runnel app on
 `RUNNEL_STORAGE=memory`, every request a single-record append over HTTP.
@@ -55,7 +55,7 @@ trivial = constant_app(200, b"text/plain", b"ok")
 
 def runnel_app() -> Any:
     from entrypoints.composition.settings import Settings
-    from entrypoints.http import create_asgi_app
+    from entrypoints.http.app import create_asgi_app
 
     return create_asgi_app(Settings())
 
@@ -74,7 +74,8 @@ def serve(candidate: str, app_name: str, port: int) -> None:
     import uvicorn
 
     from entrypoints.composition.settings import Settings
-    from entrypoints.http.connections import ConnectionBudget, bounded_protocol, connection_limits
+    from entrypoints.http.bounded_protocol import bounded_protocol
+    from entrypoints.http.connections import ConnectionBudget, connection_limits
 
     app = runnel_app() if app_name == "append" else trivial
     http: Any = {"uvicorn-httptools": "httptools", "uvicorn-h11": "h11"}.get(candidate)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from domain.definition import CreditPins
+from domain.pins import CreditPins
 
 
 class CreditVerdict(Enum):

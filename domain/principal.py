@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from domain.definition import AuthorizationPins
 from domain.errors import Forbidden, NotFound
+from domain.pins import AuthorizationPins
 
 
 class Scope(StrEnum):

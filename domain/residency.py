@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from domain.definition import PlacementPins
 from domain.errors import EgressDenied, WrongRegion
+from domain.pins import PlacementPins
 
 
 def ensure_may_write_here(placement: PlacementPins, node_region: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from domain.definition import RetentionPins
+from domain.pins import RetentionPins
 
 
 def age_cutoff(pins: RetentionPins, now: datetime) -> datetime | None:

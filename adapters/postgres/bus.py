@@ -19,9 +19,9 @@ Rules:
 - wakes are only hints: the store sends them with its commit, never before;
 - live chunks are best effort: `publish_live` enqueues them (bounded, dropping
   when full); a sender task numbers and NOTIFYs them in batches, one transaction
-  each (`live_seq.py`), so a producer never fails because of readers or the
-  database; `publish_live` returns once its chunks' transaction has committed
-  (or failed, and they are dropped), one future per call, never a timer;
+  each (`live_sender.py`, `live_seq.py`), so a producer never fails because of
+  readers or the database; `publish_live` returns once its chunks' transaction has
+  committed (or failed, and they are dropped), one future per call, never a timer;
 - live chunks reach every reader, local ones too, through the listener, in
   commit order: that is the order of their `seq` (ADR 0017). A local delivery
   after our COMMIT could overtake, or be overtaken by, another node's later
@@ -40,25 +40,23 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
 
 from adapters.fanout import FanoutHub
-from adapters.postgres.live_seq import number_and_notify
+from adapters.postgres.live_sender import LiveCounts, LiveSender
 from adapters.postgres.notifications import (
     LIVE_CHANNEL,
     WAKE_CHANNEL,
     decode_live,
     decode_wake,
-    encode_live,
     split_payload,
 )
-from application.ports.waking import LiveDraft, Wake, WakeSubscription
+from application.ports.waking import LiveChunk, LiveDraft, Wake, WakeSubscription
 from domain.identifiers import StreamKey
 
 log = logging.getLogger(__name__)
@@ -82,8 +80,11 @@ class ListenSettings:
 class BusStats:
     notifications: int = 0
     undecodable: int = 0
-    live_sent: int = 0
-    live_dropped: int = 0
+    live: LiveCounts = field(default_factory=LiveCounts)
+
+    @property
+    def live_dropped(self) -> int:
+        return self.live.dropped
 
 
 class PostgresWakeBus:
@@ -105,14 +106,8 @@ class PostgresWakeBus:
         self._listening = asyncio.Event()
         self._lost = asyncio.Event()
         self._supervisor: asyncio.Task[None] | None = None
-        self._live: deque[LiveDraft] = deque()
-        self._live_ready = asyncio.Event()
-        self._live_queued = 0
-        """Chunks ever enqueued; `_live_done` of them were committed or dropped."""
-        self._live_done = 0
-        self._live_waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
-        """(how many chunks must be done, the publish waiting for it), oldest first."""
-        self._sender: asyncio.Task[None] | None = None
+        self._live = LiveSender(pool, self.origin, self._settings.live_queue_limit,
+                                self._settings.live_batch, self.stats.live, self._sent_unheard)
 
     # -- lifecycle -------------------------------------------------------
 
@@ -120,20 +115,18 @@ class PostgresWakeBus:
         """Start sending live chunks and, with `listen`, listening; returns once LISTEN
         is active, so a subscription made after this call is woken by every later commit.
         Without `listen` nothing reaches local readers (for write-only processes)."""
-        self._sender = asyncio.create_task(self._send_live(), name="runnel-live-sender")
+        self._live.start()
         if listen:
             self._supervisor = asyncio.create_task(self._supervise(), name="runnel-listen")
             await asyncio.wait_for(self._listening.wait(), wait_seconds)
 
     async def close(self) -> None:
-        for task in (self._supervisor, self._sender):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-        self._supervisor = self._sender = None
-        self._live_done = self._live_queued
-        self._release_live_waiters()
+        if self._supervisor is not None:
+            self._supervisor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._supervisor
+        self._supervisor = None
+        await self._live.close()
         await self._drop_connection()
 
     @property
@@ -157,17 +150,7 @@ class PostgresWakeBus:
             yield subscription
 
     async def publish_live(self, drafts: Sequence[LiveDraft]) -> None:
-        room = self._settings.live_queue_limit - len(self._live) if self._sender else 0
-        taken = drafts[:max(room, 0)]
-        self.stats.live_dropped += len(drafts) - len(taken)
-        if not taken:
-            return
-        self._live.extend(taken)
-        self._live_queued += len(taken)
-        placed = asyncio.get_running_loop().create_future()
-        self._live_waiters.append((self._live_queued, placed))
-        self._live_ready.set()
-        await placed
+        await self._live.publish(drafts)
 
     def deliver_committed(self, wakes: Sequence[Wake]) -> None:
         """Called by the store right after a COMMIT, for this process's readers; with a
@@ -267,38 +250,12 @@ class PostgresWakeBus:
 
     # -- sending live chunks ---------------------------------------------
 
-    async def _send_live(self) -> None:
-        while True:
-            if not self._live:
-                self._live_ready.clear()
-                await self._live_ready.wait()
-                continue
-            batch = [self._live.popleft()
-                     for _ in range(min(len(self._live), self._settings.live_batch))]
-            try:
-                async with self._pool.acquire() as connection:
-                    chunks, unsent = await number_and_notify(
-                        connection, batch, lambda chunk: encode_live(chunk, self.origin))
-                self.stats.live_sent += len(chunks) - unsent
-                self.stats.live_dropped += unsent
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:  # best effort: dropped, never raised to producers
-                self.stats.live_dropped += len(batch)
-                log.warning("dropped %d live chunks: %r", len(batch), error)
-            else:
-                if self._supervisor is None:
-                    for chunk in chunks:
-                        self.hub.deliver_live(chunk)
-            self._live_done += len(batch)
-            self._release_live_waiters()
-
-    def _release_live_waiters(self) -> None:
-        waiters = self._live_waiters
-        while waiters and waiters[0][0] <= self._live_done:
-            placed = waiters.popleft()[1]
-            if not placed.done():  # its publisher may have given up waiting
-                placed.set_result(None)
+    def _sent_unheard(self, chunks: Sequence[LiveChunk]) -> None:
+        """Without a listener, this process's own chunks reach its readers after the
+        COMMIT (nobody else's reach it anyway); with one, they come through it."""
+        if self._supervisor is None:
+            for chunk in chunks:
+                self.hub.deliver_live(chunk)
 
 
 def _ringer(ring: Callable[[], None]) -> Callable[[Any, int, str, str], None]:

@@ -27,13 +27,13 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
-from datetime import datetime
+from dataclasses import replace
 from typing import Any
 
 from application.appending import AppendResult
 from application.durable_streams.definition import facade_definition
 from application.durable_streams.forks import FACADE_STREAM, copy_prefix, resolve_point
+from application.durable_streams.stream_config import StreamConfig, StreamStatus, matching
 from application.follow_loop import KeepaliveFrame
 from application.keyed_locks import KeyedLocks
 from application.ports.clock import Clock
@@ -54,26 +54,6 @@ from domain.producer_fencing import ProducerState, admit
 RUN_PREFIX = "ds-"
 EXPIRY_SUBJECT = "runnel:facade-expiry"
 """Who deletes an expired stream for the sweep (as its tenant's admin)."""
-
-
-@dataclass(frozen=True)
-class StreamConfig:
-    """What a PUT asks for; an existing stream must match it for a 200."""
-
-    content_type: str
-    ttl_seconds: int | None
-    expires_at: datetime | None
-    forked_from: str | None = None
-    fork_offset: int | None = None
-    fork_sub_offset: int = 0
-    definition: Mapping[str, Any] | None = None
-    """The creator's own definition fields (`Runnel-Definition`); None: none asked."""
-
-
-@dataclass(frozen=True)
-class StreamStatus:
-    head: int
-    closed: bool
 
 
 class DurableStreams:
@@ -145,7 +125,7 @@ class DurableStreams:
         if config.definition is not None:
             asked = facade_definition(principal, self._templates, config.definition)
             await self._service.definitions.create(principal, entry.run_id, asked)
-        return self._same(entry, config)
+        return matching(entry, config)
 
     async def fork_source(self, principal: Principal, path: str) -> FacadeEntry:
         """The source a fork names, if the principal may read its content: NotFound if
@@ -162,20 +142,6 @@ class DurableStreams:
             return None
         except StreamGone:
             raise PathInUse("the path belongs to a deleted stream that still has forks") from None
-
-    @staticmethod
-    def _same(entry: FacadeEntry, config: StreamConfig) -> FacadeEntry:
-        mine = (entry.content_type.split(";")[0].strip().lower(), entry.ttl_seconds,
-                entry.expires_at, entry.forked_from,
-                entry.fork_offset if entry.forked_from else None, entry.fork_sub_offset or 0)
-        asked = (config.content_type.split(";")[0].strip().lower(), config.ttl_seconds,
-                 config.expires_at, config.forked_from,
-                 config.fork_offset if config.forked_from else None, config.fork_sub_offset)
-        if config.forked_from is not None and config.fork_offset is None:
-            asked = (*asked[:4], mine[4], asked[5])  # no offset asked: the one resolved then
-        if mine != asked:
-            raise PathInUse("stream exists with a different configuration")
-        return entry
 
     async def _fork(self, principal: Principal, config: StreamConfig,
                     run_id: str) -> StreamConfig:

@@ -1,51 +1,36 @@
 """The `runnel` command: serve, worker, config, migrate, fence, unfence, token, revoke, tail,
-log-id, version.
+log-id, deliveries, version; the parser, and what each command's arguments call.
 
-Configuration comes from `RUNNEL_*` environment variables (see
-`entrypoints.composition.settings`); flags only choose what this invocation does.
+Rules:
+- configuration comes from `RUNNEL_*` environment variables (see
+  `entrypoints.composition.settings`); flags only choose what this invocation does;
+- each command's work lives in its own module (`serve.py`, `processes.py`, `fence.py`, …),
+  imported when the command runs, so a short command loads no server;
+- a refusal at start-up (`StartupRefused`, an invalid setting, an unsafe data directory) is
+  one line on stderr naming the command, and exit status 2, without a traceback;
+- unknown `RUNNEL_*` variables are warned about: in the log for the commands that log
+  (`LOGGING_COMMANDS`), else on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import errno
-import ipaddress
 import logging
 import os
-import re
-import shutil
-import socket
 import sys
 from collections.abc import Callable
 from importlib.metadata import version
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import uvicorn
 from pydantic import ValidationError
 
 from adapters.fs.data_dir import UnsafeDataDir
-from application.views import API_PREFIX
-from entrypoints.auth.tokens import ALGORITHM, mint_token
+from entrypoints.commands.fence import region_name
 from entrypoints.commands.token import TokenRefused, server_secret, token_command
-from entrypoints.composition.backend import database_url
 from entrypoints.composition.settings import ConfigurationError, Settings
 from entrypoints.observability.log_ids import LogIds
-from entrypoints.observability.logging_setup import configure_logging, logging_config
-
-if TYPE_CHECKING:
-    from entrypoints.http.draining import Draining
-
-DEV_TENANT = "dev"
-DEV_SUBJECT = "developer"
-DEV_SCOPES = ("streams:read", "streams:write")
-DEV_TOKEN_TTL_SECONDS = 8 * 3600
-LOOPBACK_NAMES = frozenset({"localhost"})
-EXAMPLE_RUN = "demo"
-EXAMPLE_DEFINITION = '{"stream_id":"answer","content_class":"output.text","consumers":["ui"]}'
-"""What the banner's example creates: the README's first stream, so both can be run (an
-identical definition is 200, not a conflict)."""
+from entrypoints.observability.logging_setup import configure_logging
 
 
 def _version(_: argparse.Namespace) -> int:
@@ -53,239 +38,27 @@ def _version(_: argparse.Namespace) -> int:
     return 0
 
 
-class _Server(uvicorn.Server):
-    """Uvicorn, announcing where to go once the app has started and the socket listens."""
-
-    def __init__(self, config: uvicorn.Config, settings: Settings,
-                 draining: Draining | None = None, banner: bool = True) -> None:
-        super().__init__(config)
-        self._settings = settings
-        self._draining = draining
-        self._banner = banner
-
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        """Readiness off for the pre-stop delay, every subscription ended with a frame,
-        then uvicorn's own shutdown (ADR 0029)."""
-        if self._draining is not None and self.started:
-            await self._draining.drain(self._settings.prestop_seconds,
-                                       self._settings.shutdown_grace_seconds)
-        await super().shutdown(sockets)
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets)
-        if not self.started:
-            return
-        if not self._banner:
-            return
-        port = self.config.port
-        for server in self.servers:
-            for listening in server.sockets:
-                port = listening.getsockname()[1]
-        _announce(self._settings, self.config.host, port)
-
-
-def _announce(settings: Settings, host: str, port: int) -> None:
-    """The banner on stdout; with JSON logs, one log line instead (stdout is a log stream
-    to a supervisor) and the banner only when stdout is a terminal, a person reading it."""
-    if settings.log_format != "json":
-        print(_banner(settings, host, port), flush=True)
-        return
-    logging.getLogger("runnel.serve").info(
-        "%s", "; ".join(line.strip() for line in _banner_head(settings, host, port)))
-    if sys.stdout.isatty():
-        print(_banner(settings, host, port), flush=True)
-
-
-def _banner_head(settings: Settings, host: str, port: int) -> list[str]:
-    """Where it listens and what it runs on: no token, no example. Each line says what its
-    concept is before it says what this node does with it."""
-    url = f"http://{host}:{port}"
-    storage = ("in memory (nothing survives exit)" if settings.storage == "memory"
-               else "Postgres at RUNNEL_DATABASE_URL" if settings.database_url
-               else f"embedded Postgres under {settings.data_dir.resolve()} "
-                    "(its own log: postgres.log there)")
-    return [
-        f"Runnel listening on {url}",
-        f"  storage:   {storage}",
-        f"  region:    {settings.region} (RUNNEL_REGION): a stream created without a "
-        "`placement` keeps its data in this region",
-        "  inputs:    records of input streams go to your workflow engine through a wait "
-        f"service (RUNNEL_WAIT_SERVICE): {_inputs(settings)}"
-        + ("" if settings.workers else " (this process runs no workers: `runnel worker` "
-           "delivers with its own RUNNEL_WAIT_SERVICE)"),
-        f"  API docs:  {url}/schema  (self-contained; OpenAPI: {url}/schema/openapi.json)",
-    ]
-
-
-def _banner(settings: Settings, host: str, port: int) -> str:
-    url = f"http://{host}:{port}"
-    return "\n".join([
-        *_banner_head(settings, host, port),
-        *_token_lines(settings, host),
-        f"  try it:    create stream 'answer' in run {EXAMPLE_RUN!r}, content class "
-        f"output.text (what its records are), consumer 'ui' (then: README, A first stream; "
-        f"the console at {url}/)",
-        f'  curl -s -H "Authorization: Bearer $RUNNEL_TOKEN" -H "content-type: application/json"'
-        f" -d '{EXAMPLE_DEFINITION}' {url}{API_PREFIX}/runs/{EXAMPLE_RUN}/streams",
-    ])
-
-
-def command_name() -> str:
-    """How to type this `runnel` here: `runnel` when that is on PATH, else its script's path,
-    relative to the working directory when inside it (`.venv/bin/runnel` in a checkout)."""
-    script = Path(sys.executable).parent / "runnel"
-    on_path = shutil.which("runnel")
-    if on_path is not None and Path(on_path).resolve() == script.resolve():
-        return "runnel"
-    try:
-        return str(script.relative_to(Path.cwd()))
-    except ValueError:
-        return str(script)
-
-
-def is_local_default(settings: Settings) -> bool:
-    """The embedded default (no database configured) or the in-memory simulation: a
-    single-machine setup whose data only its own user reaches."""
-    return settings.storage == "memory" or not settings.database_url
-
-
-def _no_dev_token_because(settings: Settings, host: str) -> str | None:
-    """Why `serve` prints no dev token, or None: it prints one only on a local default,
-    listening on loopback only, with the secret it generated itself (ADR 0053)."""
-    if not is_local_default(settings):
-        return "a configured database"
-    if not _is_loopback(host):
-        return f"listening on {host}, not on loopback only"
-    if settings.jwt_secret is not None:
-        return "RUNNEL_JWT_SECRET is set"
-    return None
-
-
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host in LOOPBACK_NAMES
-
-
-def _token_lines(settings: Settings, host: str) -> list[str]:
-    if ALGORITHM not in settings.token_algorithms():
-        return ["  tokens:    this server accepts only "
-                f"{', '.join(settings.token_algorithms())} tokens: mint them with the issuer "
-                "of its JWKS"]
-    reason = _no_dev_token_because(settings, host)
-    if reason is not None:
-        return [f"  tokens:    none printed ({reason}); mint one per client:",
-                f"  export RUNNEL_TOKEN=$({command_name()} token --tenant {DEV_TENANT} "
-                "--sub alice --scopes streams:read,streams:write --ttl 3600)"]
-    ttl = min(DEV_TOKEN_TTL_SECONDS, settings.max_token_lifetime_seconds)
-    token = mint_token(settings.resolved_jwt_secret(), tenant=DEV_TENANT, sub=DEV_SUBJECT,
-                       scopes=DEV_SCOPES, ttl_seconds=ttl, issuer=settings.jwt_issuer,
-                       audience=settings.jwt_audience)
-    valid = f"{ttl // 3600} h" if ttl >= 3600 else f"{ttl} s"
-    return [f"  dev token: tenant {DEV_TENANT!r}, sub {DEV_SUBJECT!r}, scopes "
-            f"{', '.join(DEV_SCOPES)}, valid {valid} (local default on loopback only)",
-            f"  export RUNNEL_TOKEN={token}"]
-
-
-def _inputs(settings: Settings) -> str:
-    """What happens to input records, by `RUNNEL_WAIT_SERVICE` (ADR 0014)."""
-    kind = settings.wait_service_kind()
-    if kind == "webhook":
-        return (f"the webhook at {settings.webhook_url}, signed with RUNNEL_WEBHOOK_SECRET "
-                "(2xx = delivered)")
-    if kind == "dbos":
-        return ("each run's DBOS workflow (topic: the stream id; delivered once committed "
-                "in the DBOS system database)")
-    if kind == "notify":
-        return (f"NOTIFY on {settings.notify_channel!r} (only sessions listening at that "
-                "moment receive them)")
-    if kind == "memory":
-        return "none: they are kept in this process (RUNNEL_STORAGE=memory)"
-    return ("none is set (webhook, dbos or notify), so they stay pending "
-            "(see status.pending_inputs)")
-
-
-def _warn_durable_streams_binding(settings: Settings, host: str) -> None:
-    from entrypoints.http.durable_streams import refuse_unsafe_binding
-
-    warning = refuse_unsafe_binding(settings, host)  # ValueError off loopback
-    if warning is not None:  # logged: a plain line would break a JSON log
-        logging.getLogger("runnel.config").warning("%s", warning)
-
-
-def _warn_open_metrics(settings: Settings, host: str) -> None:
-    from entrypoints.observability.metrics_access import MetricsAccess
-
-    if settings.metrics_token is None and not _is_loopback(host):
-        logging.getLogger("runnel.config").warning(MetricsAccess.OPEN_WARNING.format(host=host))
-
-
 def _serve(args: argparse.Namespace) -> int:
     from entrypoints.commands.processes import ServeArgs, run
+    from entrypoints.commands.serve import (
+        build_server,
+        listening_socket,
+        warn_durable_streams_binding,
+        warn_open_metrics,
+    )
 
     settings = Settings(workers=False) if args.no_workers else Settings()
     count = settings.serve_processes(args.processes)
     listening = listening_socket(args.host, args.port)
     _preflight(settings)
-    _warn_durable_streams_binding(settings, args.host)
-    _warn_open_metrics(settings, args.host)
+    warn_durable_streams_binding(settings, args.host)
+    warn_open_metrics(settings, args.host)
     if count == 1:
         build_server(settings, args.host, args.port, args.access_log).run(sockets=[listening])
         return 0
     return run(ServeArgs(args.host, args.access_log, settings.workers,
                          settings.prestop_seconds + settings.shutdown_grace_seconds + 10),
                listening, count)
-
-
-def build_server(settings: Settings, host: str, port: int, access_log: bool,
-                 banner: bool = True) -> uvicorn.Server:
-    """One serving process: the app on uvicorn with the bounded protocol (ADR 0021)."""
-    from entrypoints.composition.collector import tune_for_serving
-    from entrypoints.http import create_asgi_app
-    from entrypoints.http.connections import ConnectionBudget, bounded_protocol, connection_limits
-    from entrypoints.http.draining import Draining
-    from entrypoints.observability.tracing import start_tracing
-
-    start_tracing(settings)
-    budget = ConnectionBudget(connection_limits(settings))
-    draining = Draining()
-    config = uvicorn.Config(
-        create_asgi_app(settings, budget, draining), host=host, port=port,
-        lifespan="on",
-        log_config=logging_config(settings), access_log=access_log,
-        # Forwarded headers count only from a trusted proxy's connection (ADR 0033).
-        proxy_headers=bool(settings.trusted_proxies),
-        forwarded_allow_ips=list(settings.trusted_proxies),
-        server_header=False, timeout_graceful_shutdown=int(settings.shutdown_grace_seconds),
-        http=bounded_protocol(budget), ws="none",
-        timeout_keep_alive=settings.idle_timeout_seconds,  # type: ignore[arg-type]
-    )
-    tune_for_serving()
-    return _Server(config, settings, draining, banner)
-
-
-def listening_socket(host: str, port: int) -> socket.socket:
-    """The server's socket, bound before anything boots (the database check, the embedded
-    Postgres, the workers), so that a busy port is one line at once; uvicorn listens on it.
-    Raises `StartupRefused`."""
-    from entrypoints.composition.startup import StartupRefused
-
-    listening = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        listening.bind((host, port))
-    except OSError as error:
-        listening.close()
-        if error.errno == errno.EADDRINUSE:
-            raise StartupRefused(
-                f"port {port} on {host} is already in use (another `runnel serve`?): stop "
-                "that, or choose another port with --port N (--port 0 picks a free one)"
-            ) from None
-        raise StartupRefused(f"cannot listen on {host}:{port}: {error.strerror or error}"
-                             ) from None
-    listening.set_inheritable(True)
-    return listening
 
 
 def _worker(_: argparse.Namespace) -> int:
@@ -314,79 +87,21 @@ def _config(_: argparse.Namespace) -> int:
 
 
 def _migrate(_: argparse.Namespace) -> int:
-    settings = Settings()
-    if settings.storage == "memory":
-        print("RUNNEL_STORAGE=memory: nothing to migrate")
-        return 0
-    from adapters.postgres.migrations import SchemaMismatch
+    from entrypoints.commands.migrate import migrate_command
 
-    try:
-        applied = asyncio.run(_apply_migrations(settings))
-    except SchemaMismatch as refused:
-        print(f"runnel migrate: {refused}", file=sys.stderr)
-        return 2
-    print("\n".join(f"applied {name}" for name in applied) or "schema is up to date")
-    return 0
+    return migrate_command(Settings())
 
 
-async def _apply_migrations(settings: Settings) -> list[str]:
-    from adapters.postgres import migrate
+def _fence(args: argparse.Namespace) -> int:
+    from entrypoints.commands.fence import fence_command
 
-    async with database_url(settings) as dsn:
-        return list(await migrate(dsn))
-
-
-REGION_PATTERN = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
-"""What `RUNNEL_REGION` accepts."""
-
-
-def _region(value: str) -> str:
-    if not REGION_PATTERN.match(value):
-        raise argparse.ArgumentTypeError(f"not a region name: {value!r}")
-    return value
+    return fence_command(Settings(), args.command, args.region)
 
 
 def _positive(value: str) -> int:
     if not value.isdigit() or int(value) < 1:
         raise argparse.ArgumentTypeError(f"not a positive whole number: {value!r}")
     return int(value)
-
-
-def _fence(args: argparse.Namespace) -> int:
-    """Record a fence (or lift it); a fence returns once no write of the region commits."""
-    settings = Settings()
-    if settings.storage == "memory":
-        print(f"runnel {args.command}: RUNNEL_STORAGE=memory has no regions to fence",
-              file=sys.stderr)
-        return 2
-    fenced = args.command == "fence"
-    epoch = asyncio.run(_set_fence(settings, args.region, fenced))
-    if epoch is None:
-        print(f"region {args.region} is not fenced")
-    elif fenced:
-        print(f"region {args.region} fenced (epoch {epoch}): its nodes store nothing "
-              f"until `runnel unfence {args.region}`")
-    else:
-        print(f"region {args.region} unfenced (epoch {epoch}): its nodes write again")
-    return 0
-
-
-async def _set_fence(settings: Settings, region: str, fenced: bool) -> int | None:
-    import asyncpg
-
-    from adapters.postgres import migrate
-    from adapters.postgres.fences import fence_region, unfence_region
-
-    async with database_url(settings) as dsn:
-        await migrate(dsn)  # the fence table may be newer than the nodes that run
-        connection = await asyncpg.connect(dsn)
-        try:
-            if fenced:
-                return (await fence_region(connection, region)).epoch
-            lifted = await unfence_region(connection, region)
-            return lifted.epoch if lifted is not None else None
-        finally:
-            await connection.close()
 
 
 def _token(args: argparse.Namespace) -> int:
@@ -447,10 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     fence = commands.add_parser(
         "fence", help="stop every write of a region's nodes (after failing over away from it)")
-    fence.add_argument("region", type=_region)
+    fence.add_argument("region", type=region_name)
     fence.set_defaults(handler=_fence)
     unfence = commands.add_parser("unfence", help="let a fenced region's nodes write again")
-    unfence.add_argument("region", type=_region)
+    unfence.add_argument("region", type=region_name)
     unfence.set_defaults(handler=_fence)
 
     token = commands.add_parser(

@@ -1,4 +1,4 @@
-"""`runnel serve --processes N`: N API processes on one port (issue 15, ADR 0045).
+"""`runnel serve --processes N`: N API processes on one port (ADR 0045).
 
 Rules:
 - the parent's socket (bound by `runnel serve` before anything boots) is shared by N
@@ -79,7 +79,7 @@ def run(args: ServeArgs, listener: socket.socket, count: int) -> int:
 def _child(listener: socket.socket, index: int, args: ServeArgs) -> None:
     _die_with_parent()
     os.setpgrp()  # a terminal's ^C reaches the parent only, which sends one SIGTERM
-    from entrypoints.commands.cli import build_server
+    from entrypoints.commands.serve import build_server
     from entrypoints.composition.settings import Settings
 
     settings = Settings(workers=args.workers and index == 0)

@@ -32,13 +32,10 @@ from application.durable_streams.definition import ANY_TENANT, check_fields, fac
 from application.maintenance import UpkeepSettings
 from application.node import NodeSettings
 from domain.credit_ceilings import INT64_MAX, CreditCeilings
-from domain.definition import (
-    MAX_OPEN_OBJECTS_CEILING,
-    MAX_UNREAD_ITEMS_CEILING,
-    build_definition,
-)
+from domain.definition import build_definition
 from domain.errors import DomainError
 from domain.identifiers import validate_id
+from domain.pins import MAX_OPEN_OBJECTS_CEILING, MAX_UNREAD_ITEMS_CEILING
 from domain.principal import Principal
 from entrypoints.auth.cors import parse_origins
 from entrypoints.auth.trusted_proxies import parse_networks

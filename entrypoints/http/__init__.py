@@ -1,5 +1,7 @@
-"""The HTTP API (Litestar): routes of SPEC §3, SSE, auth, problem+json errors."""
+"""The HTTP API (Litestar): routes, SSE, auth, problem+json errors.
 
-from entrypoints.http.app import create_app, create_asgi_app
-
-__all__ = ["create_app", "create_asgi_app"]
+Rules:
+- this `__init__` imports none of the package's modules: importing one of them (`cors`,
+  `problems`, …) never builds the app, so modules the app is built from may import them;
+  `entrypoints.http.app` builds it (`create_app`, `create_asgi_app`).
+"""

@@ -11,8 +11,9 @@ from adapters.memory.clock import FakeClock
 from adapters.memory.durable_streams import MemoryFacadeCatalog
 from adapters.memory.simulation import simulation
 from application.durable_streams.expiry import FacadeExpiry
-from application.durable_streams.facade import DurableStreams, StreamConfig
+from application.durable_streams.facade import DurableStreams
 from application.durable_streams.forks import FACADE_STREAM
+from application.durable_streams.stream_config import StreamConfig
 from application.service import RunnelService
 from domain.errors import NotFound
 from domain.principal import Principal, Scope

@@ -14,8 +14,9 @@ import pytest
 from adapters.memory.clock import FakeClock
 from adapters.memory.durable_streams import MemoryFacadeCatalog
 from adapters.memory.simulation import Simulation, simulation
-from application.durable_streams.facade import DurableStreams, StreamConfig
+from application.durable_streams.facade import DurableStreams
 from application.durable_streams.forks import FACADE_STREAM
+from application.durable_streams.stream_config import StreamConfig
 from application.ports.waking import LiveChunk
 from domain.errors import ForbiddenContentClass, InvalidRecord, RedactionUnenforceable
 from domain.redaction import MASK

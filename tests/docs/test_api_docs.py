@@ -11,9 +11,10 @@ import pytest
 from litestar.testing import TestClient
 from pydantic import BaseModel, SecretStr
 
-from domain.definition import CreditPins, PlacementPins, RetentionPins, StreamDefinition
+from domain.definition import StreamDefinition
+from domain.pins import CreditPins, PlacementPins, RetentionPins
 from entrypoints.composition.settings import Settings
-from entrypoints.http import create_app
+from entrypoints.http.app import create_app
 
 STREAM = "/api/workflow-streams/runs/{run_id}/streams/{stream_id}"
 COMPOSITE = ("properties", "additionalProperties", "patternProperties", "oneOf", "anyOf",

@@ -16,7 +16,8 @@ import httpx
 import pytest
 
 from entrypoints.auth.tokens import SIGNATURE_MISMATCH, mint_token, verify_token
-from entrypoints.commands.cli import DEV_TENANT, main
+from entrypoints.commands.banner import DEV_TENANT
+from entrypoints.commands.cli import main
 from tests.http.server import RunnelServer
 
 REPO = Path(__file__).parents[2]

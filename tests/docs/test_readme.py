@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from entrypoints.commands.cli import DEV_TENANT
+from entrypoints.commands.banner import DEV_TENANT
 from tests.docs.make_run import RUNNEL, MakeRun, without_runnel_variables
 from tests.docs.readme_blocks import Step, blocks, script, shows, steps
 

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from domain.credit import CreditVerdict, Usage, decide_credit
-from domain.definition import CreditPins
+from domain.pins import CreditPins
 
 PINS = CreditPins(max_unread_items=10, max_unread_bytes=1000, max_total_items=50,
                   max_total_bytes=5000)

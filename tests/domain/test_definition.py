@@ -13,11 +13,11 @@ from domain.credit_ceilings import CreditCeilings
 from domain.definition import (
     FORBIDDEN_CONTENT_CLASSES,
     MAX_CONSUMERS,
-    MAX_UNREAD_ITEMS_CEILING,
     StreamDefinition,
     build_definition,
 )
 from domain.errors import DomainError, ForbiddenContentClass, InvalidDefinition, InvalidIdentifier
+from domain.pins import MAX_UNREAD_ITEMS_CEILING
 from tests.domain.factories import NODE_REGION, definition
 
 MINIMAL = {"stream_id": "answer", "content_class": "output.text"}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from domain.definition import AuthorizationPins
 from domain.errors import Forbidden, NotFound
+from domain.pins import AuthorizationPins
 from domain.principal import Principal, Scope, ensure_reader, ensure_writer, may_read
 
 

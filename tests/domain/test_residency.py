@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.definition import PlacementPins
 from domain.errors import EgressDenied, WrongRegion
+from domain.pins import PlacementPins
 from domain.residency import (
     ensure_may_serve_content_here,
     ensure_may_write_here,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from domain.definition import RetentionPins
+from domain.pins import RetentionPins
 from domain.retention import age_cutoff, prune_through
 
 NOW = datetime(2030, 6, 1, tzinfo=UTC)

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from pydantic import SecretStr
 
 from entrypoints.composition.settings import Settings
-from entrypoints.http import create_app
+from entrypoints.http.app import create_app
 from entrypoints.http.request_ids import RequestIds
 from entrypoints.observability import tracing, tracing_sdk
 from entrypoints.observability.log_ids import LogIds

@@ -36,7 +36,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from entrypoints.composition.settings import Settings
-from entrypoints.http import create_app
+from entrypoints.http.app import create_app
 from tests.http.server import SECRET, RunnelServer, bearer, running_server, token
 from tests.pg import create_database, drop_database, pg_template, run_sync
 

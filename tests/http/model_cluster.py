@@ -32,7 +32,7 @@ from domain.identifiers import StreamKey
 from entrypoints.auth.tokens import mint_token
 from entrypoints.composition.container import NodeHost, compose
 from entrypoints.composition.settings import Settings
-from entrypoints.http import create_app
+from entrypoints.http.app import create_app
 
 JWT_SECRET = "api-model-secret-0123456789abcdef"
 REGIONS = ("eu", "us")

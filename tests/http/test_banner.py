@@ -14,7 +14,7 @@ import pytest
 from pydantic import SecretStr
 
 from entrypoints.auth.tokens import verify_token
-from entrypoints.commands.cli import _banner
+from entrypoints.commands.banner import _banner
 from entrypoints.composition.settings import Settings
 
 SECRET = "banner-secret-0123456789abcdef0123456789abcdef"

@@ -14,7 +14,7 @@ from pydantic import SecretStr
 
 from application.views import API_PREFIX
 from entrypoints.composition.settings import Settings
-from entrypoints.http import create_app
+from entrypoints.http.app import create_app
 from entrypoints.http.callers import Caller, Minter
 from entrypoints.http.durable_streams.handlers import PREFIX as FACADE_PREFIX
 

@@ -14,7 +14,7 @@ from pydantic import SecretStr
 from adapters.memory.store import MemoryStreamStore
 from entrypoints.composition.container import Node, NodeHost
 from entrypoints.composition.settings import Settings
-from entrypoints.http import create_app
+from entrypoints.http.app import create_app
 from tests.http.support import assert_problem
 
 

@@ -9,7 +9,7 @@ from litestar.testing import AsyncTestClient
 from pydantic import SecretStr
 
 from entrypoints.composition.settings import Settings
-from entrypoints.http import create_app
+from entrypoints.http.app import create_app
 from tests.http.server import METRICS, METRICS_TOKEN, RunnelServer
 from tests.http.support import append, create_stream
 from tests.metrics_text import Samples

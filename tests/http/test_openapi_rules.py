@@ -10,7 +10,7 @@ from domain.identifiers import ID_MAX_LENGTH, ID_REGEX
 from domain.records import IDEMPOTENCY_KEY_MAX, OBJECT_MAX_BYTES
 from domain.stream import MAX_BATCH
 from entrypoints.composition.settings import Settings
-from entrypoints.http import create_app
+from entrypoints.http.app import create_app
 
 STREAM = "/api/workflow-streams/runs/{run_id}/streams/{stream_id}"
 

@@ -17,7 +17,7 @@ from pydantic import SecretStr
 from entrypoints.auth.token_redaction import RedactTokens
 from entrypoints.composition.container import NodeHost
 from entrypoints.composition.settings import Settings
-from entrypoints.http import create_asgi_app
+from entrypoints.http.app import create_asgi_app
 from entrypoints.http.request_ids import accepted_request_id
 from entrypoints.observability.log_format import JsonFormatter
 from entrypoints.observability.log_ids import LogIds, ScrubIds

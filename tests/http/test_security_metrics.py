@@ -49,10 +49,10 @@ async def test_without_a_metrics_token_the_api_port_serves_metrics_without_one(
     ("localhost", None, False), ("0.0.0.0", "m" * 32, False)])
 def test_serve_warns_when_open_metrics_face_more_than_loopback(
         host: str, token: str | None, warned: bool, caplog: pytest.LogCaptureFixture) -> None:
-    from entrypoints.commands.cli import _warn_open_metrics
+    from entrypoints.commands.serve import warn_open_metrics
 
     with caplog.at_level("WARNING", logger="runnel.config"):
-        _warn_open_metrics(Settings(metrics_token=token), host)
+        warn_open_metrics(Settings(metrics_token=token), host)
     assert any("RUNNEL_METRICS_TOKEN" in r.getMessage() for r in caplog.records) is warned
 
 

@@ -19,7 +19,7 @@ from application.ports.access import Revocation
 from entrypoints.auth.tokens import mint_token
 from entrypoints.composition.container import NodeHost
 from entrypoints.composition.settings import Settings
-from entrypoints.http import create_app
+from entrypoints.http.app import create_app
 from tests.http.support import assert_problem
 from tests.http.test_auth import API_ROUTES
 from tests.http.token_keys import (

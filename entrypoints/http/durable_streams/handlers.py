@@ -11,7 +11,9 @@ from typing import Any
 from litestar import Request, Response
 from litestar.response import Stream
 
-from application.durable_streams.facade import DurableStreams, StreamConfig
+from application.durable_streams.facade import DurableStreams
+from application.durable_streams.stream_config import StreamConfig
+from application.ports.clock import Clock
 from application.ports.durable_streams import (
     FacadeEntry,
     ForkRefused,
@@ -39,7 +41,7 @@ class Facade:
     """Holds what every handler needs; `principal_of` is the tenant rule (a token, or
     the conformance binding)."""
 
-    def __init__(self, streams: DurableStreams, principal_of: Any, clock: Any,
+    def __init__(self, streams: DurableStreams, principal_of: Any, clock: Clock,
                  long_poll_seconds: float,
                  still_valid: Callable[[Principal], bool] = lambda _: True) -> None:
         self.streams = streams
@@ -175,7 +177,8 @@ class Facade:
         offset = wire.parse_offset(offsets)
         entry = await self.streams.find_for_reading(principal, path)
         await self.streams.touch(principal, entry)
-        plan = ReadPlan(self, principal, entry, offset, query.get("cursor"))
+        plan = ReadPlan(self.streams, self.clock, self.long_poll_seconds, self.still_valid,
+                        principal, entry, offset, query.get("cursor"))
         if live == "sse":
             return await self._sse(plan)
         return await read_answer(plan, live == "long-poll", request.headers.get("if-none-match"))

@@ -4,26 +4,33 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from litestar import Response
 
+from application.durable_streams.facade import DurableStreams
+from application.ports.clock import Clock
 from application.ports.durable_streams import FacadeEntry
 from application.ports.records import RecordPage, StoredRecord
 from domain.principal import Principal
 from entrypoints.http.durable_streams import wire
 
-if TYPE_CHECKING:
-    from entrypoints.http.durable_streams.handlers import Facade
-
 PAGE = 1000
 CACHEABLE = "private, max-age=60, stale-while-revalidate=300"
 
 
-@dataclass
+@dataclass(frozen=True)
 class ReadPlan:
-    facade: Facade
+    """One read of one stream by one principal, and what the facade lends it: the use
+    cases, the clock (for cursors), the long-poll wait and whether the principal may still
+    be served (`still_valid`: not revoked, not expired)."""
+
+    streams: DurableStreams
+    clock: Clock
+    long_poll_seconds: float
+    still_valid: Callable[[Principal], bool]
     principal: Principal
     entry: FacadeEntry
     offset: int | str
@@ -32,15 +39,15 @@ class ReadPlan:
     async def start(self) -> int:
         """The sequence the read starts after (`now`: the head)."""
         if self.offset == wire.NOW:
-            return (await self.facade.streams.status(self.principal, self.entry)).head
+            return (await self.streams.status(self.principal, self.entry)).head
         assert isinstance(self.offset, int)
         return self.offset
 
     async def page(self, after: int) -> RecordPage:
-        return await self.facade.streams.read(self.principal, self.entry, after, PAGE)
+        return await self.streams.read(self.principal, self.entry, after, PAGE)
 
     def cursor(self) -> str:
-        return str(wire.Cursor.next(self.facade.clock.now(), self.echoed_cursor))
+        return str(wire.Cursor.next(self.clock.now(), self.echoed_cursor))
 
     def body(self, records: list[StoredRecord]) -> bytes:
         return render(self.entry.content_type, records)
@@ -64,8 +71,8 @@ def messages_json(record: StoredRecord) -> str:
 async def read_answer(plan: ReadPlan, long_poll: bool, if_none_match: str | None) -> Response[Any]:
     after = await plan.start()
     page = await plan.page(after)
-    if long_poll and not page.records and not page.closed and await plan.facade.streams.\
-            wait_beyond(plan.principal, plan.entry, after, plan.facade.long_poll_seconds):
+    if long_poll and not page.records and not page.closed and await plan.streams.wait_beyond(
+            plan.principal, plan.entry, after, plan.long_poll_seconds):
         page = await plan.page(after)
     records = list(page.records)
     end = records[-1].sequence if records else after

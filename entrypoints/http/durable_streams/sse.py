@@ -11,16 +11,14 @@ import base64
 import json
 import re
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
 
 from entrypoints.http.durable_streams import wire
-
-if TYPE_CHECKING:
-    from entrypoints.http.durable_streams.reads import ReadPlan
+from entrypoints.http.durable_streams.reads import ReadPlan
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 RECONNECT_SECONDS = 60.0
-"""An SSE connection ends about this often so that clients reconnect (protocol §10.2)."""
+"""An SSE connection ends about this often so that clients reconnect, as the protocol asks
+(ADR 0041)."""
 
 
 def data_event(text: str) -> bytes:
@@ -39,11 +37,10 @@ def control_event(fields: dict[str, object]) -> bytes:
 
 
 async def sse_frames(plan: ReadPlan, after: int) -> AsyncIterator[bytes]:
-    streams = plan.facade.streams
     text = wire.is_text(plan.entry.content_type)
     waited = 0.0
     announced = False
-    while plan.facade.still_valid(plan.principal):
+    while plan.still_valid(plan.principal):
         page = await plan.page(after)
         records = list(page.records)
         data = b""
@@ -70,7 +67,7 @@ async def sse_frames(plan: ReadPlan, after: int) -> AsyncIterator[bytes]:
         if closed or waited >= RECONNECT_SECONDS:
             return
         if up_to_date:
-            wait = plan.facade.long_poll_seconds
-            if not await streams.wait_beyond(plan.principal, plan.entry, after, wait):
+            wait = plan.long_poll_seconds
+            if not await plan.streams.wait_beyond(plan.principal, plan.entry, after, wait):
                 waited += wait
                 yield b": ping\n\n"

@@ -1,7 +1,7 @@
 """Runnel's Python SDK for producers and readers, and for the workflow engine that
 receives input webhooks. It speaks only HTTP."""
 
-from runnel_client.aio import AsyncRunnelClient
+from runnel_client.aio import AsyncRunnelClient, AsyncStream
 from runnel_client.auth import TokenSource
 from runnel_client.errors import (
     AppendFailed,
@@ -12,12 +12,11 @@ from runnel_client.errors import (
     Unauthenticated,
 )
 from runnel_client.following import FollowState
-from runnel_client.handles import AsyncStream, Stream
 from runnel_client.layers import LiveText
 from runnel_client.live import LivePublisher
 from runnel_client.producer import Producer
 from runnel_client.retrying import RetryPolicy
-from runnel_client.sync import RunnelClient
+from runnel_client.sync import RunnelClient, Stream
 from runnel_client.webhooks import InputWebhook, WebhookVerificationError, verify_webhook
 from runnel_client.wire import BrowserToken, LiveEvent, ReadPage, Record
 

@@ -21,10 +21,9 @@ from runnel_client.auth import TokenSource
 from runnel_client.batching import DEFAULT_BATCH_BYTES
 from runnel_client.drive_async import iterate, run
 from runnel_client.effects import Plan
-from runnel_client.handles import AsyncStream
 from runnel_client.objects import ObjectBody
 from runnel_client.producer import Producer
-from runnel_client.surface import Client
+from runnel_client.surface import Client, Handle
 from runnel_client.wire import BrowserToken, LiveEvent, ReadPage, Record
 
 if TYPE_CHECKING:
@@ -146,3 +145,58 @@ class AsyncRunnelClient(Client[httpx.AsyncClient, AsyncIterator[Record],
 
     def _iterate(self, plan: Plan[None]) -> AsyncIterator[Any]:
         return iterate(self._http, plan)
+
+
+class AsyncStream(Handle[AsyncRunnelClient, AsyncIterator[Record],
+                         AsyncIterator[Record | LiveEvent]]):
+    """The async client's handle (`AsyncRunnelClient.stream`): one stream's API without its
+    ids. Each method is the client's method of the same name (its docstring says the shapes
+    it takes and returns and what it raises) with `run_id` and `stream_id` filled in;
+    `close()` is the client's `close_stream`, `info()` its `get_stream`, and
+    `create(definition)` its `create_stream` with the `stream_id` put in."""
+
+    async def create(self, definition: dict[str, Any]) -> dict[str, Any]:
+        return await self.client.create_stream(
+            self.run_id, {**definition, "stream_id": self.stream_id})
+
+    async def info(self) -> dict[str, Any]:
+        return await self.client.get_stream(self.run_id, self.stream_id)
+
+    async def append(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+        return await self.client.append(self.run_id, self.stream_id, records)
+
+    async def read(self, after: int = 0, limit: int = 100) -> ReadPage:
+        return await self.client.read(self.run_id, self.stream_id, after, limit)
+
+    async def ack(self, consumer_id: str, sequence: int) -> dict[str, Any]:
+        return await self.client.ack(self.run_id, self.stream_id, consumer_id, sequence)
+
+    async def close(self) -> dict[str, Any]:
+        return await self.client.close_stream(self.run_id, self.stream_id)
+
+    async def publish_live(self, chunks: list[Any], source: str | None = None,
+                           attempt: int | None = None, index: int | None = None
+                           ) -> dict[str, Any]:
+        return await self.client.publish_live(self.run_id, self.stream_id, chunks, source,
+                                              attempt, index)
+
+    def producer(self, *, key_prefix: str, start: int = 0, linger_seconds: float = 0.02,
+                 max_batch_bytes: int = DEFAULT_BATCH_BYTES,
+                 retry: RetryPolicy | None = None) -> Producer:
+        return self.client.producer(self.run_id, self.stream_id, key_prefix=key_prefix,
+                                    start=start, linger_seconds=linger_seconds,
+                                    max_batch_bytes=max_batch_bytes, retry=retry)
+
+    async def browser_token(self, ttl_seconds: int | None = None) -> BrowserToken:
+        return await self.client.browser_token(self.run_id, self.stream_id, ttl_seconds)
+
+    async def upload_object(self, body: ObjectBody, *,
+                            content_type: str = "application/octet-stream",
+                            idempotency_key: str | None = None,
+                            schema: str | None = None) -> Record:
+        return await self.client.upload_object(self.run_id, self.stream_id, body,
+                                               content_type=content_type,
+                                               idempotency_key=idempotency_key, schema=schema)
+
+    def download_object(self, target: Record | str) -> AsyncIterator[bytes]:
+        return self.client.download_object(self.run_id, self.stream_id, target)

@@ -24,15 +24,12 @@ import asyncio
 import base64
 from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from runnel_client.batching import DEFAULT_BATCH_BYTES, Batch, BatchLimits, KeyCounter, check_inline
 from runnel_client.errors import AppendFailed, RunnelError
-from runnel_client.live import LivePublisher
+from runnel_client.live import LivePublisher, LiveSink
 from runnel_client.retrying import RetryPolicy
-
-if TYPE_CHECKING:
-    from runnel_client.aio import AsyncRunnelClient
 
 
 def joined(chunks: list[Any]) -> Any:
@@ -41,8 +38,17 @@ def joined(chunks: list[Any]) -> Any:
     return "".join(chunks) if all(isinstance(chunk, str) for chunk in chunks) else list(chunks)
 
 
+class ProducerClient(LiveSink, Protocol):
+    """What a `Producer` uses of its client (an `AsyncRunnelClient`)."""
+
+    async def get_stream(self, run_id: str, stream_id: str) -> dict[str, Any]: ...
+
+    async def append(self, run_id: str, stream_id: str, records: list[dict[str, Any]], *,
+                     backpressure_retries: int | None = None) -> dict[str, Any]: ...
+
+
 class Producer:
-    def __init__(self, client: AsyncRunnelClient, run_id: str, stream_id: str, *,
+    def __init__(self, client: ProducerClient, run_id: str, stream_id: str, *,
                  key_prefix: str, start: int = 0, linger_seconds: float = 0.02,
                  max_batch_bytes: int = DEFAULT_BATCH_BYTES,
                  retry: RetryPolicy | None = None) -> None:

@@ -16,9 +16,8 @@ from runnel_client import calls
 from runnel_client.auth import TokenSource
 from runnel_client.drive_sync import iterate, run
 from runnel_client.effects import Plan
-from runnel_client.handles import Stream
 from runnel_client.objects import ObjectBody
-from runnel_client.surface import Client
+from runnel_client.surface import Client, Handle
 from runnel_client.wire import BrowserToken, LiveEvent, ReadPage, Record
 
 
@@ -102,3 +101,38 @@ class RunnelClient(Client[httpx.Client, Iterator[Record], Iterator[Record | Live
 
     def _iterate(self, plan: Plan[None]) -> Iterator[Any]:
         return iterate(self._http, plan)
+
+
+class Stream(Handle[RunnelClient, Iterator[Record], Iterator[Record | LiveEvent]]):
+    """The sync client's handle (`RunnelClient.stream`): the client's methods with the
+    stream's ids filled in, as `runnel_client.aio.AsyncStream`."""
+
+    def create(self, definition: dict[str, Any]) -> dict[str, Any]:
+        return self.client.create_stream(self.run_id, {**definition, "stream_id": self.stream_id})
+
+    def info(self) -> dict[str, Any]:
+        return self.client.get_stream(self.run_id, self.stream_id)
+
+    def append(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+        return self.client.append(self.run_id, self.stream_id, records)
+
+    def read(self, after: int = 0, limit: int = 100) -> ReadPage:
+        return self.client.read(self.run_id, self.stream_id, after, limit)
+
+    def ack(self, consumer_id: str, sequence: int) -> dict[str, Any]:
+        return self.client.ack(self.run_id, self.stream_id, consumer_id, sequence)
+
+    def close(self) -> dict[str, Any]:
+        return self.client.close_stream(self.run_id, self.stream_id)
+
+    def browser_token(self, ttl_seconds: int | None = None) -> BrowserToken:
+        return self.client.browser_token(self.run_id, self.stream_id, ttl_seconds)
+
+    def upload_object(self, body: ObjectBody, *, content_type: str = "application/octet-stream",
+                      idempotency_key: str | None = None, schema: str | None = None) -> Record:
+        return self.client.upload_object(self.run_id, self.stream_id, body,
+                                         content_type=content_type,
+                                         idempotency_key=idempotency_key, schema=schema)
+
+    def download_object(self, target: Record | str) -> Iterator[bytes]:
+        return self.client.download_object(self.run_id, self.stream_id, target)
