@@ -1,16 +1,14 @@
 """Use cases of the Durable Streams facade (ADR 0041): a protocol stream IS a Runnel stream.
 
 Rules:
-- a protocol path of a tenant names one catalog entry, which names the Runnel run that
-  holds the stream (stream id `FACADE_STREAM`); everything stored goes through the Runnel
-  use cases (create, append, read, follow, close, erase), so credit, pins, retention and
-  workers apply unchanged;
+- a tenant's protocol path names one catalog entry, which names the Runnel run holding the
+  stream (`FACADE_STREAM`); all goes through the Runnel use cases, so credit, pins,
+  retention and workers apply unchanged;
 - the Runnel stream (and a fork's copied prefix) exists before the entry that names it:
   no path ever names a stream that is not there; a create that loses a race for the path
   erases its own run and answers with the winner's;
-- a facade stream keeps the native pins (ADR 0070): its definition is built by
-  `definition.py` (readers and writers default to the creator); reads and appends go
-  through the native guards, and a re-create or a DELETE needs the writers pin;
+- a facade stream keeps the native pins (ADR 0070, `definition.py`): reads need the
+  readers pin, appends, re-creates and DELETEs the writers pin;
 - a DELETE erases the run and removes the entry; a stream with forks keeps its entry,
   `deleted`, until its last fork goes (then the removal cascades up the fork chain);
 - an expired entry (TTL or Expires-At) is deleted when it is next looked at, or by the
@@ -53,7 +51,6 @@ from domain.producer_fencing import ProducerState, admit
 
 RUN_PREFIX = "ds-"
 EXPIRY_SUBJECT = "runnel:facade-expiry"
-"""Who deletes an expired stream for the sweep (as its tenant's admin)."""
 
 
 class DurableStreams:
@@ -67,8 +64,7 @@ class DurableStreams:
         self._locks = KeyedLocks()
 
     async def find(self, principal: Principal, path: str) -> FacadeEntry:
-        """The live entry of the path; NotFound, or StreamGone for a deleted source of forks
-        (an expired entry is deleted here)."""
+        """The live entry; NotFound (an expired one is deleted here), or StreamGone."""
         principal.require_scope(Scope.READ)
         entry = await self._catalog.find(principal.tenant, path)
         if entry is None:
@@ -97,8 +93,7 @@ class DurableStreams:
 
     async def create(self, principal: Principal, path: str,
                      config: StreamConfig) -> tuple[FacadeEntry, bool]:
-        """Returns the entry and whether this call made it (False: an identical one existed,
-        PathInUse: another one does)."""
+        """The entry and whether this call made it (False: an identical one existed)."""
         principal.require_scope(Scope.WRITE)
         existing = await self._existing(principal, path)
         if existing is not None:
@@ -119,8 +114,7 @@ class DurableStreams:
 
     async def _recreated(self, principal: Principal, entry: FacadeEntry,
                          config: StreamConfig) -> FacadeEntry:
-        """A PUT of an existing path: only a writer of it learns it matches (403 for
-        anyone else); a definition asked again must be the one it has (409 if not)."""
+        """A PUT of a path that exists: writers only; a definition asked must be the one."""
         await self._service.definitions.get_for_writing(principal, entry.run_id, FACADE_STREAM)
         if config.definition is not None:
             asked = facade_definition(principal, self._templates, config.definition)
@@ -128,8 +122,7 @@ class DurableStreams:
         return matching(entry, config)
 
     async def fork_source(self, principal: Principal, path: str) -> FacadeEntry:
-        """The source a fork names, if the principal may read its content: NotFound if
-        none; PathInUse if deleted."""
+        """The source a fork names, for its readers: NotFound if none; PathInUse if deleted."""
         try:
             return await self.find_for_reading(principal, path)
         except StreamGone:
@@ -178,8 +171,8 @@ class DurableStreams:
 
     async def wait_beyond(self, principal: Principal, entry: FacadeEntry, after: int,
                           timeout: float) -> bool:
-        """Wait (at most `timeout` s) until the stream has a record above `after` or is
-        closed; True when it has or is. Uses the Runnel follow (its wake registration)."""
+        """Wait (at most `timeout` s) for a record above `after` or the close: whether one
+        came. Uses the Runnel follow (its wake registration)."""
         follow = await self._service.follower.open(principal, entry.run_id, FACADE_STREAM,
                                                    after)
         try:
@@ -303,6 +296,5 @@ class DurableStreams:
 
 
 def _upkeep(tenant: str) -> Principal:
-    """Who deletes an expired stream: the facade itself, as the tenant's admin, whoever
-    happened to look at the stream."""
+    """Who deletes an expired stream: the facade, as the tenant's admin (whoever looked)."""
     return Principal(sub=EXPIRY_SUBJECT, tenant=tenant, scopes=frozenset({Scope.ADMIN.value}))
