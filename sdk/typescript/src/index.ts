@@ -6,7 +6,7 @@
 export { type TokenSource } from "./auth.js";
 export { type LiveOptions, type UploadOptions } from "./calls.js";
 export {
-  type ClientOptions, type FollowCallOptions, type ReadOptions, RunnelClient,
+  type ClientOptions, type FollowCallOptions, type ReadOptions, RunnelClient, StreamHandle,
 } from "./client.js";
 export { type Fetch } from "./drive.js";
 export { type FollowStatus } from "./effects.js";
@@ -18,9 +18,10 @@ export { FollowState } from "./following.js";
 export { chunkText, LiveText, type LiveStep, Steps } from "./layers.js";
 export { LivePublisher, type LivePublisherOptions, type LiveSink } from "./live.js";
 export { type ObjectBody } from "./objects.js";
-export { joined, type PipeOptions, Producer, type ProducerOptions } from "./producer.js";
+export {
+  joined, type PipeOptions, Producer, type ProducerClient, type ProducerOptions,
+} from "./producer.js";
 export { RetryPolicy } from "./retrying.js";
-export { StreamHandle } from "./stream.js";
 export {
   type AckResult, type AppendResult, type BrowserToken, type CloseResult, type ConsumerDeclaration,
   LiveEvent, type LiveResult, type ObjectIntent, type ObjectRef, type ReadPage, type RecordInput,

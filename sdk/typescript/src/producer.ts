@@ -20,11 +20,18 @@
  */
 
 import { checkInline, DEFAULT_BATCH_BYTES, Batch, type BatchLimits, KeyCounter, limitsFor } from "./batching.js";
-import type { RunnelClient } from "./client.js";
 import { AppendFailed, RunnelError } from "./errors.js";
-import { LivePublisher } from "./live.js";
+import { LivePublisher, type LiveSink } from "./live.js";
 import { RetryPolicy } from "./retrying.js";
-import type { RecordInput } from "./wire.js";
+import type { AppendResult, RecordInput, StreamInfo } from "./wire.js";
+
+/** What a producer asks of its client (a `RunnelClient`): the stream's pins, appends, and
+ * the live side channel of its steps. */
+export interface ProducerClient extends LiveSink {
+  getStream(runId: string, streamId: string): Promise<StreamInfo>;
+  append(runId: string, streamId: string, records: RecordInput[],
+         options: { backpressureRetries?: number }): Promise<AppendResult>;
+}
 
 export interface ProducerOptions {
   /** Names the work (`job-42/answer`): the n-th record's key is `<keyPrefix>:<n>`. */
@@ -76,7 +83,7 @@ export class Producer {
   private failure: unknown = null;
   private closed = false;
 
-  constructor(private readonly client: RunnelClient, readonly runId: string, readonly streamId: string,
+  constructor(private readonly client: ProducerClient, readonly runId: string, readonly streamId: string,
               private readonly options: ProducerOptions) {
     this.keys = new KeyCounter(options.keyPrefix, options.start ?? 0);
     this.linger = options.lingerSeconds ?? 0.02;
