@@ -33,7 +33,7 @@ from application.node import NodeSettings
 from domain.credit_ceilings import INT64_MAX, CreditCeilings
 from domain.definition import MAX_OPEN_OBJECTS_CEILING, MAX_UNREAD_ITEMS_CEILING
 from entrypoints.auth.trusted_proxies import parse_networks
-from entrypoints.http.cors import parse_origins
+from entrypoints.composition.origins import parse_origins
 
 JWT_SECRET_FILE = "jwt-secret"
 MIN_WEBHOOK_KEY_BYTES = 32

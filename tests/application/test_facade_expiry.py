@@ -9,13 +9,13 @@ import pytest
 
 from adapters.memory.clock import FakeClock
 from adapters.memory.durable_streams import MemoryFacadeCatalog
-from adapters.memory.simulation import simulation
 from application.durable_streams.expiry import FacadeExpiry
 from application.durable_streams.facade import DurableStreams, StreamConfig
 from application.durable_streams.forks import FACADE_STREAM
 from application.service import RunnelService
 from domain.errors import NotFound
 from domain.principal import Principal, Scope
+from entrypoints.testing.simulation import simulation
 
 WRITER = Principal(sub="alice", tenant="t1",
                    scopes=frozenset({Scope.READ.value, Scope.WRITE.value}))

@@ -2,9 +2,9 @@
 
 import hashlib
 
-from adapters.memory.simulation import Simulation, simulation
 from application.node import NodeSettings
 from domain.object_intent import ObjectIntent
+from entrypoints.testing.simulation import Simulation, simulation
 from tests.application.support import (
     ADMIN,
     ALICE,
