@@ -6,9 +6,10 @@ Rules:
   one adapter with `container.<provider>.override(...)` before the node is built;
 - every asynchronous resource (the backend, the object store, the wait service) is a
   `providers.Resource`: `open_node` has the container open them all
-  (`init_resources`) and close them all (`shutdown_resources`), each one before those
-  it depends on, even when opening failed half way; an overriding `Resource` is opened
-  and closed the same way, an overriding `Object` is the caller's to close;
+  (`init_resources`) and close them all (`shutdown_resources`), even when opening
+  failed half way; a declared resource closes before the resources it is given (the
+  wait service before the backend); an overriding `Resource` is opened and closed the
+  same way, an overriding `Object` is the caller's to close;
 - the backend is chosen by `RUNNEL_STORAGE` (a `Selector`: the memory one is a plain
   value, the Postgres one is opened); the object store and the wait service by their
   openers (`object_stores.py`, `wait_services.py`), which hold the rules of each kind;
