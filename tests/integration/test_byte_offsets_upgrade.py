@@ -227,7 +227,8 @@ async def test_records_of_an_old_release_node_count_right_in_a_rolling_deploy(
         assert await usage(adapters, "s") == await sizes_above(pg_dsn, "s", 1)
         await service.acknowledger.ack(WRITER, RUN, "s", "audit", 4)  # into the old node's records
         assert await usage(adapters, "s") == await sizes_above(pg_dsn, "s", 3)
-        await service.acknowledger.ack(WRITER, RUN, "s", "ui", 5)  # floor 4: audit's NULL-row offset
+        # floor 4: audit's NULL-row offset
+        await service.acknowledger.ack(WRITER, RUN, "s", "ui", 5)
         assert await usage(adapters, "s") == await sizes_above(pg_dsn, "s", 4)
         async with adapters.store.lock(key("s")) as session:  # through a NULL-offset record
             await prune_in(session, 5)
