@@ -92,6 +92,8 @@ def storage_maintenance(upkeep: StorageUpkeep | None, clock: Clock,
 
 
 class NodeContainer(containers.DeclarativeContainer):
+    """A node's object graph: `NodeContainer(settings=…)`, then `open_node(container)`."""
+
     settings: providers.Dependency[Settings] = providers.Dependency(instance_of=Settings)
     metrics = providers.Singleton(Metrics)
     clock = providers.Singleton[Clock](SystemClock)
@@ -119,6 +121,7 @@ class NodeContainer(containers.DeclarativeContainer):
     upkeep: providers.Provider[StorageUpkeep | None] = backend.provided.upkeep
     published = providers.Singleton[WorkflowWaitService | None](
         metered_wait_service, wait_service, settings.provided.wait_service_kind.call(), metrics)
+    """The wait service as the dispatcher uses it: each delivery counted (ADR 0014)."""
 
     live = providers.Singleton(LivePublishing, store, bus, node)
     appender = providers.Singleton(Appender, store, bus, clock, node, live)
