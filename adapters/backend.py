@@ -1,10 +1,10 @@
 """The adapters' bundle: every port one storage backend plays for a process.
 
 One type for every backend: `adapters.memory.backend.memory_backend()` wires the
-in-memory one (the server's `RUNNEL_STORAGE=memory`, the simulation and the contract
-tests all take theirs from there), `adapters.postgres.open_postgres()` opens the
-Postgres one (a `PostgresAdapters`: this bundle with its concrete adapters and pool).
-`ports()` is the one place a backend becomes the application's bundle (`Ports`).
+in-memory one, `adapters.postgres.open_postgres()` opens the Postgres one (a
+`PostgresAdapters`: this bundle with its concrete adapters and pool). The composition
+root's container (`entrypoints.composition.container`) takes one or the other by the
+node's settings and derives the ports the use cases run on from it.
 """
 
 from __future__ import annotations
@@ -15,15 +15,12 @@ from dataclasses import dataclass
 from prometheus_client.registry import Collector
 
 from application.ports.access import RevokedTokens, SubscriptionLeases
-from application.ports.clock import Clock
 from application.ports.durable_streams import FacadeCatalog
-from application.ports.objects import ObjectStore
 from application.ports.outboxes import DeletionOutbox, DeliveryOutbox, WorkflowWaitService
 from application.ports.records import RecordReader
 from application.ports.streams import StreamStore
 from application.ports.upkeep import Leadership, StorageUpkeep
 from application.ports.waking import GapEvidence, WakeBus
-from application.service import Ports
 
 
 async def always_ready() -> None:
@@ -57,12 +54,3 @@ class Backend:
     """Reads, within the given seconds, the figures a scrape needs from the store."""
     facade_catalog: FacadeCatalog | None = None
     """The Durable Streams facade's catalog (ADR 0041); None: the facade is not served."""
-
-    def ports(self, objects: ObjectStore, wait_service: WorkflowWaitService | None,
-              clock: Clock) -> Ports:
-        """What the use cases run on: this backend's ports, with the node's object store,
-        wait service (None: input records stay pending) and clock."""
-        return Ports(store=self.store, reader=self.reader, bus=self.bus, objects=objects,
-                     gaps=self.gaps, outbox=self.outbox, deletions=self.deletions,
-                     wait_service=wait_service, clock=clock, leases=self.leases,
-                     upkeep=self.upkeep)

@@ -43,15 +43,13 @@ import uvloop
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from adapters.clock import SystemClock
-from adapters.memory.objects import MemoryObjectStore
-from adapters.memory.workflow import MemoryWorkflowWaitService
 from adapters.postgres import PostgresAdapters, open_postgres
 from application.node import NodeSettings
-from application.service import RunnelService
 from bench.scratch import create_database, drop_database, dsn_for
 from domain.credit_ceilings import DEFAULT_CEILINGS, CreditCeilings
 from domain.identifiers import StreamKey
 from domain.principal import Principal
+from entrypoints.testing.simulation import simulation
 
 PRODUCER = Principal("bench", "bench", frozenset({"streams:read", "streams:write"}))
 RUN = "bench-run"
@@ -133,14 +131,13 @@ async def raw_floor(dsn: str, seconds: float, connections: int) -> Figure:
 
 class Bench:
     def __init__(self, adapters: PostgresAdapters) -> None:
-        ports = adapters.ports(MemoryObjectStore(("local",)), MemoryWorkflowWaitService(),
-                               SystemClock())
         self.adapters = adapters
         # The bench's streams pin more credit than a default node allows (ADR 0025).
         ceilings = CreditCeilings(max_unread_bytes=CREDIT["max_unread_bytes"],
                                   max_total_items=CREDIT["max_total_items"],
                                   max_total_bytes=CREDIT["max_total_bytes"])
-        self.service = RunnelService.build(ports, NodeSettings(credit_ceilings=ceilings))
+        self.service = simulation(NodeSettings(credit_ceilings=ceilings), SystemClock(),
+                                  backend=adapters).service
         self.heads: dict[str, int] = {}
 
     async def streams(self, prefix: str, count: int) -> list[str]:

@@ -1,7 +1,6 @@
-"""The in-memory backend, wired in this one place: what `RUNNEL_STORAGE=memory` runs on,
-what the simulation (`adapters.memory.simulation`) builds its service on, and what the
-contract tests hold to the ports' contracts. Everything lives in this process: nothing
-survives it, and two processes share nothing."""
+"""The in-memory backend, wired in this one place: what the node's container takes for
+`RUNNEL_STORAGE=memory`, which the simulation and the memory contract tests run on.
+Everything lives in this process: nothing survives it, and two processes share nothing."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""The storage a node runs on, opened and closed as one unit.
+"""The Postgres storage a node runs on, opened and closed as one unit.
 
-`postgres` (the default) uses `RUNNEL_DATABASE_URL`, or, when none is configured, the
-embedded Postgres under `RUNNEL_DATA_DIR`: started or attached to, and let go of on exit
-(the last process to let go stops it, ADR 0052).
-`memory` runs everything in this process (`adapters.memory.backend`: nothing
-survives exit, and several processes share nothing).
+`RUNNEL_STORAGE=postgres` (the default) uses `RUNNEL_DATABASE_URL`, or, when none is
+configured, the embedded Postgres under `RUNNEL_DATA_DIR`: started or attached to, and let
+go of on exit (the last process to let go stops it, ADR 0052). `memory` opens nothing: the
+container takes `adapters.memory.backend` instead (nothing survives exit, and several
+processes share nothing).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 
 from adapters.backend import Backend
-from adapters.memory.backend import memory_backend
 from entrypoints.composition.settings import Settings
 
 
@@ -24,10 +23,7 @@ class NodeUnready(RuntimeError):
 
 
 @asynccontextmanager
-async def open_backend(settings: Settings) -> AsyncIterator[Backend]:
-    if settings.storage == "memory":
-        yield memory_backend()
-        return
+async def open_postgres_backend(settings: Settings) -> AsyncIterator[Backend]:
     async with database_url(settings) as dsn, _postgres_backend(dsn, settings) as backend:
         yield backend
 

@@ -37,8 +37,8 @@ from domain.errors import DomainError
 from domain.identifiers import validate_id
 from domain.pins import MAX_OPEN_OBJECTS_CEILING, MAX_UNREAD_ITEMS_CEILING
 from domain.principal import Principal
-from entrypoints.auth.cors import parse_origins
 from entrypoints.auth.trusted_proxies import parse_networks
+from entrypoints.composition.origins import parse_origins
 
 JWT_SECRET_FILE = "jwt-secret"
 MIN_WEBHOOK_KEY_BYTES = 32

@@ -1,14 +1,14 @@
 """`InMemoryRunnel`: Runnel itself in this process, as the SDK's test double (ADR 0038).
 
 It is not a model of the server: it is the server's application (`create_asgi_app`,
-every route, rule, error and shape) on the in-memory backend, the one the `memory`
-storage setting opens (`entrypoints.composition.backend`), on a loop of its own in a daemon
-thread. Clients are the SDK's own, `RunnelClient` and `AsyncRunnelClient`, over a
-transport that reaches the application without a socket (`faces.py`). So a refusal
-the server makes (credit, size, an unknown field, a closed stream, auth) is made
-here by the same code, and every answer has the server's shape; only what lives
-outside the application differs: no database, nothing survives `close()`, no
-socket-level limits (connection caps, header and body deadlines).
+every route, rule, error and shape) on the in-memory backend, the one the node's
+container selects for the `memory` storage setting (`entrypoints.composition.container`),
+on a loop of its own in a daemon thread. Clients are the SDK's own, `RunnelClient` and
+`AsyncRunnelClient`, over a transport that reaches the application without a socket
+(`faces.py`). So a refusal the server makes (credit, size, an unknown field, a closed
+stream, auth) is made here by the same code, and every answer has the server's shape;
+only what lives outside the application differs: no database, nothing survives
+`close()`, no socket-level limits (connection caps, header and body deadlines).
 """
 
 from __future__ import annotations

@@ -7,12 +7,13 @@ import asyncio
 import hashlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
+
+from dependency_injector import providers
 
 from adapters.memory.bus import MemoryWakeBus
 from adapters.memory.clock import FakeClock
-from adapters.memory.simulation import Simulation, simulation
 from adapters.memory.store import MemoryStreamStore
 from application.follow_loop import Frame, KeepaliveFrame, RecordFrame
 from application.node import NodeSettings
@@ -20,6 +21,7 @@ from application.service import RunnelService
 from domain.identifiers import StreamKey
 from domain.object_intent import ObjectIntent, ObjectPins
 from domain.principal import Principal
+from entrypoints.testing.simulation import Simulation, simulation
 
 TENANT = "t1"
 RUN = "run-1"
@@ -97,7 +99,8 @@ class QuietSimulation:
 
 def quiet_simulation(node: NodeSettings) -> QuietSimulation:
     reader_bus = MemoryWakeBus()
-    sim = simulation(node, adjust=lambda ports: replace(ports, bus=reader_bus))
+    sim = simulation(node)
+    sim.container.bus.override(providers.Object(reader_bus))
     assert isinstance(sim.ports.store, MemoryStreamStore)
     return QuietSimulation(sim.service, sim.ports.store, reader_bus)
 

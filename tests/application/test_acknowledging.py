@@ -3,7 +3,6 @@ pin who acks it, and acks free producer credit."""
 
 import pytest
 
-from adapters.memory.simulation import simulation
 from domain.errors import (
     AckBeyondHead,
     AckRegression,
@@ -12,6 +11,7 @@ from domain.errors import (
     ConsumerScope,
     QuotaExhausted,
 )
+from entrypoints.testing.simulation import simulation
 from tests.application.support import ALICE, BOB, READER, RUN, append_numbers, make_stream
 
 

@@ -5,9 +5,9 @@ from typing import Any
 
 import pytest
 
-from adapters.memory.simulation import Simulation, simulation
 from domain.errors import Backpressure, QuotaExhausted, StreamClosed, TooLarge
 from domain.records import INLINE_MAX_BYTES
+from entrypoints.testing.simulation import Simulation, simulation
 from tests.application.support import ALICE, RUN, append_numbers, key, make_stream
 
 

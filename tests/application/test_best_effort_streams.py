@@ -2,9 +2,9 @@
 
 import pytest
 
-from adapters.memory.simulation import Simulation, simulation
 from application.follow_loop import LiveFrame
 from domain.errors import StreamClosed
+from entrypoints.testing.simulation import Simulation, simulation
 from tests.application.support import ALICE, RUN, definition, key, next_non_keepalive
 
 

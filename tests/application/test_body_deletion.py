@@ -5,11 +5,11 @@ import asyncio
 from collections.abc import AsyncIterable, AsyncIterator
 
 from adapters.memory.objects import MemoryObjectStore
-from adapters.memory.simulation import Simulation, simulation
 from application.body_deletion import HOLD_RECHECK_SECONDS, BodyDeleter, deletion_backoff_seconds
 from application.node import NodeSettings
 from application.ports.objects import ObjectEvidence
 from domain.object_intent import ObjectIntent
+from entrypoints.testing.simulation import Simulation, simulation
 from tests.application.support import (
     ADMIN,
     ALICE,

@@ -13,12 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from adapters.memory.simulation import simulation
 from application.follow_loop import EndFrame, Frame, KeepaliveFrame, LiveFrame, RecordFrame
 from application.node import NodeSettings
 from application.ports.waking import LiveChunk, Wake
 from application.service import RunnelService
 from domain.errors import StreamClosed
+from entrypoints.testing.simulation import simulation
 from tests.application.support import (
     ALICE,
     FRAME_TIMEOUT,

@@ -2,8 +2,8 @@
 
 import pytest
 
-from adapters.memory.simulation import simulation
 from domain.errors import Forbidden, StreamClosed
+from entrypoints.testing.simulation import simulation
 from tests.application.support import ADMIN, ALICE, RUN, append_numbers, key, make_stream
 
 

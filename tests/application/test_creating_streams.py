@@ -2,7 +2,6 @@
 
 import pytest
 
-from adapters.memory.simulation import simulation
 from application.node import NodeSettings
 from domain.errors import (
     DefinitionConflict,
@@ -13,6 +12,7 @@ from domain.errors import (
 )
 from domain.identifiers import RunKey
 from domain.principal import Principal
+from entrypoints.testing.simulation import simulation
 from tests.application.support import ADMIN, ALICE, RUN, TENANT, definition
 
 

@@ -4,8 +4,8 @@ import asyncio
 
 import pytest
 
-from adapters.memory.simulation import simulation
 from domain.errors import Backpressure
+from entrypoints.testing.simulation import simulation
 from tests.application.support import (
     ALICE,
     FRAME_TIMEOUT,

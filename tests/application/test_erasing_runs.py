@@ -2,11 +2,11 @@
 
 import pytest
 
-from adapters.memory.simulation import Simulation, simulation
 from application.follow_loop import EndFrame
 from application.lifecycle import ErasureReport
 from domain.errors import Forbidden, NotFound, RunErased
 from domain.object_intent import IntentState
+from entrypoints.testing.simulation import Simulation, simulation
 from tests.application.support import (
     ADMIN,
     ALICE,

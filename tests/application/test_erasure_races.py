@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from adapters.memory.simulation import Simulation, simulation
 from domain.errors import NotFound, RunErased
+from entrypoints.testing.simulation import Simulation, simulation
 from tests.application.support import (
     ADMIN,
     ALICE,

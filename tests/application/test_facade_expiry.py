@@ -9,7 +9,6 @@ import pytest
 
 from adapters.memory.clock import FakeClock
 from adapters.memory.durable_streams import MemoryFacadeCatalog
-from adapters.memory.simulation import simulation
 from application.durable_streams.expiry import FacadeExpiry
 from application.durable_streams.facade import DurableStreams
 from application.durable_streams.forks import FACADE_STREAM
@@ -17,6 +16,7 @@ from application.durable_streams.stream_config import StreamConfig
 from application.service import RunnelService
 from domain.errors import NotFound
 from domain.principal import Principal, Scope
+from entrypoints.testing.simulation import simulation
 
 WRITER = Principal(sub="alice", tenant="t1",
                    scopes=frozenset({Scope.READ.value, Scope.WRITE.value}))

@@ -11,12 +11,12 @@ import pytest
 
 from adapters.memory.clock import FakeClock
 from adapters.memory.durable_streams import MemoryFacadeCatalog
-from adapters.memory.simulation import simulation
 from application.durable_streams.definition import facade_definition
 from application.durable_streams.facade import DurableStreams, StreamConfig
 from application.durable_streams.forks import FACADE_STREAM
 from domain.errors import DefinitionConflict, Forbidden, InvalidDefinition, NotFound
 from domain.principal import Principal, Scope
+from entrypoints.testing.simulation import simulation
 
 BOTH = frozenset({Scope.READ.value, Scope.WRITE.value})
 ALICE = Principal(sub="alice", tenant="t1", scopes=BOTH)

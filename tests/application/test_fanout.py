@@ -6,8 +6,8 @@ import gc
 import weakref
 
 from adapters.fanout import DEADLINE_SLACK, WAKE_QUEUE_LIMIT, FanoutHub
-from adapters.memory.simulation import simulation
 from application.ports.waking import LiveChunk, Wake
+from entrypoints.testing.simulation import simulation
 from tests.application.support import (
     ALICE,
     RUN,

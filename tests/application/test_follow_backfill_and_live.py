@@ -1,12 +1,13 @@
 """Following: register, backfill in pages of at most 256, then follow live; nothing lost."""
 
-from dataclasses import replace
 from datetime import datetime
 
-from adapters.memory.simulation import simulation
+from dependency_injector import providers
+
 from application.node import NodeSettings
 from application.ports.records import RecordPage, RecordReader
 from domain.identifiers import StreamKey
+from entrypoints.testing.simulation import simulation
 from tests.application.support import (
     ALICE,
     RUN,
@@ -35,9 +36,10 @@ class PageCountingReader:
 
 
 async def test_history_is_backfilled_in_pages_of_at_most_256() -> None:
-    sim = simulation(adjust=lambda ports: replace(ports, reader=PageCountingReader(ports.reader)))
-    service, store = sim.service, sim.ports.reader
-    assert isinstance(store, PageCountingReader)
+    sim = simulation()
+    store = PageCountingReader(sim.ports.reader)
+    sim.container.reader.override(providers.Object(store))
+    service = sim.service
     await service.definitions.create(ALICE, RUN, definition())
     await service.appender.append(ALICE, RUN, "s", [{"payload": n} for n in range(600)])
     follow = await service.follower.open(ALICE, RUN, "s", after=0)

@@ -1,8 +1,8 @@
 """A follow ends once a closed stream is delivered, and resyncs when retention overtakes it."""
 
-from adapters.memory.simulation import simulation
 from application.follow_loop import EndFrame, RecordFrame, ResyncFrame
 from application.node import NodeSettings
+from entrypoints.testing.simulation import simulation
 from tests.application.support import (
     ALICE,
     RUN,

@@ -2,19 +2,19 @@
 any frame; registrations are capped and released."""
 
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from datetime import datetime
 
 import pytest
+from dependency_injector import providers
 
 from adapters.memory.clock import FakeClock
-from adapters.memory.simulation import simulation
 from adapters.memory.subscription_leases import MemorySubscriptionLeases
 from application.node import NodeSettings
 from application.ports.records import RecordPage, RecordReader
 from application.subscription_slots import SubscriptionSlots
 from domain.errors import CursorPruned, EgressDenied, FutureCursor, TooManySubscriptions
 from domain.identifiers import StreamKey
+from entrypoints.testing.simulation import simulation
 from tests.application.support import (
     ALICE,
     BOB,
@@ -119,10 +119,10 @@ async def test_a_record_committed_just_after_the_history_read_arrives_by_its_wak
     """SPEC §4.1: the registration comes before the backfill read. Registered after it, the
     wake of a record committed in between rings for nobody and the record waits for the
     keepalive tick (here an hour)."""
-    sim = simulation(NO_KEEPALIVE,
-                     adjust=lambda ports: replace(ports, reader=CommitAfterFirstRead(ports.reader)))
-    service, reader = sim.service, sim.ports.reader
-    assert isinstance(reader, CommitAfterFirstRead)
+    sim = simulation(NO_KEEPALIVE)
+    reader = CommitAfterFirstRead(sim.ports.reader)
+    sim.container.reader.override(providers.Object(reader))
+    service = sim.service
     await service.definitions.create(ALICE, RUN, definition())
     await service.appender.append(ALICE, RUN, "s", [{"payload": 1}, {"payload": 2}])
     reader.after_first_read = lambda: service.appender.append(ALICE, RUN, "s", [{"payload": 3}])

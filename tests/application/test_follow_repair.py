@@ -3,10 +3,10 @@
 import asyncio
 import itertools
 
-from adapters.memory.simulation import simulation
 from application.follow_loop import Frame, KeepaliveFrame, LiveFrame, RecordFrame
 from application.node import NodeSettings
 from application.ports.waking import LiveChunk, Wake
+from entrypoints.testing.simulation import simulation
 from tests.application.support import (
     ALICE,
     FRAME_TIMEOUT,

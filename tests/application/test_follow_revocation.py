@@ -11,10 +11,10 @@ from datetime import timedelta
 
 from adapters.memory.clock import FakeClock
 from adapters.memory.revoked_tokens import MemoryRevokedTokens
-from adapters.memory.simulation import simulation
 from application.follow_loop import EndFrame
 from application.ports.access import Revocation
 from application.revocations import RevocationList
+from entrypoints.testing.simulation import simulation
 from tests.application.support import (
     ALICE,
     RUN,

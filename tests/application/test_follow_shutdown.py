@@ -6,11 +6,11 @@ import asyncio
 
 import pytest
 
-from adapters.memory.simulation import simulation
 from application.follow_loop import EndFrame, RecordFrame
 from application.follower import Follower
 from application.node import NodeSettings
 from application.ports.errors import NodeDraining
+from entrypoints.testing.simulation import simulation
 from tests.application.support import (
     ALICE,
     RUN,

@@ -2,9 +2,9 @@
 reason `token_expired` at the last sequence delivered, and nothing after it; a new follow
 from there loses and repeats nothing."""
 
-from adapters.memory.simulation import simulation
 from application.follow_loop import EndFrame, RecordFrame
 from application.node import NodeSettings
+from entrypoints.testing.simulation import simulation
 from tests.application.support import (
     ALICE,
     RUN,

@@ -2,11 +2,11 @@
 
 import pytest
 
-from adapters.memory.simulation import Simulation, simulation
 from application.definitions import StreamDefinitions
 from application.node import NodeSettings
 from domain.errors import Forbidden, InvalidIdentifier, InvalidLimit, NotFound, WrongRegion
 from domain.principal import Principal
+from entrypoints.testing.simulation import Simulation, simulation
 from tests.application.support import ADMIN, ALICE, BOB, READ_WRITE, RUN, definition, make_stream
 
 

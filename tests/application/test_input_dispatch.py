@@ -1,10 +1,10 @@
 """Input delivery: at-least-once with a stable event id, backoff on failure, dead letter after N."""
 
-from adapters.memory.simulation import Simulation, simulation
 from application.dispatching import backoff_seconds
 from application.node import NodeSettings
 from application.views import DeliveryCounts, stream_view
 from domain.identifiers import input_event_id
+from entrypoints.testing.simulation import Simulation, simulation
 from tests.application.support import ALICE, RUN, append_numbers, fake_clock, key, make_stream
 
 

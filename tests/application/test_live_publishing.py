@@ -1,10 +1,10 @@
 """Best-effort live chunks: stored nowhere, capped at 7000 bytes, numbered, live readers only."""
 
-from adapters.memory.simulation import simulation
 from application.follow_loop import LiveFrame, RecordFrame
 from application.ports.waking import LiveChunk
 from domain.live_chunk import LIVE_CHUNK_MAX_BYTES
 from domain.redaction import MASK
+from entrypoints.testing.simulation import simulation
 from tests.application.support import (
     ALICE,
     FRAME_TIMEOUT,

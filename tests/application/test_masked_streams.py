@@ -13,7 +13,6 @@ import pytest
 
 from adapters.memory.clock import FakeClock
 from adapters.memory.durable_streams import MemoryFacadeCatalog
-from adapters.memory.simulation import Simulation, simulation
 from application.durable_streams.facade import DurableStreams
 from application.durable_streams.forks import FACADE_STREAM
 from application.durable_streams.stream_config import StreamConfig
@@ -21,6 +20,7 @@ from application.ports.waking import LiveChunk
 from domain.errors import ForbiddenContentClass, InvalidRecord, RedactionUnenforceable
 from domain.redaction import MASK
 from entrypoints.http.durable_streams.handlers import to_records
+from entrypoints.testing.simulation import Simulation, simulation
 from tests.application.support import (
     ALICE,
     FRAME_TIMEOUT,

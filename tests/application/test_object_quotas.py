@@ -8,10 +8,10 @@ import asyncio
 
 import pytest
 
-from adapters.memory.simulation import simulation
 from application.node import NodeSettings
 from domain.errors import Backpressure, QuotaExhausted
 from domain.object_intent import IntentState
+from entrypoints.testing.simulation import simulation
 from tests.application.support import (
     ALICE,
     RUN,

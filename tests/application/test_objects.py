@@ -2,7 +2,6 @@
 
 import pytest
 
-from adapters.memory.simulation import Simulation, simulation
 from application.node import NodeSettings
 from application.ports.errors import ObjectRegionUnavailable
 from application.views import record_envelope
@@ -19,6 +18,7 @@ from domain.errors import (
 from domain.identifiers import object_intent_id
 from domain.object_intent import IntentState, ObjectIntent
 from domain.records import ObjectRef
+from entrypoints.testing.simulation import Simulation, simulation
 from tests.application.support import (
     ADMIN,
     ALICE,

@@ -2,8 +2,8 @@
 
 import hashlib
 
-from adapters.memory.simulation import Simulation, simulation
 from application.node import NodeSettings
+from entrypoints.testing.simulation import Simulation, simulation
 from tests.application.support import (
     ADMIN,
     ALICE,

@@ -2,7 +2,6 @@
 
 import pytest
 
-from adapters.memory.simulation import simulation
 from domain.errors import (
     CursorPruned,
     EgressDenied,
@@ -10,6 +9,7 @@ from domain.errors import (
     FutureCursor,
     InvalidLimit,
 )
+from entrypoints.testing.simulation import simulation
 from tests.application.support import ADMIN, ALICE, RUN, append_numbers, key, make_stream
 
 

@@ -1,9 +1,9 @@
 """The reaper expires intents past their deadline and queues their bodies for deletion,
 never under hold."""
 
-from adapters.memory.simulation import Simulation, simulation
 from application.node import NodeSettings
 from domain.object_intent import IntentState, ObjectIntent
+from entrypoints.testing.simulation import Simulation, simulation
 from tests.application.support import (
     ADMIN,
     ALICE,

@@ -3,11 +3,11 @@ record is its stream's next delivery."""
 
 import pytest
 
-from adapters.memory.simulation import Simulation, simulation
 from application.dispatching import backoff_seconds
 from application.node import NodeSettings
 from domain.errors import Forbidden, NotAnInputStream, NotFound, RunErased
 from domain.principal import Principal
+from entrypoints.testing.simulation import Simulation, simulation
 from tests.application.support import (
     ADMIN,
     ALICE,

@@ -3,11 +3,11 @@ for deletion."""
 
 import pytest
 
-from adapters.memory.simulation import Simulation, simulation
 from application.ports.streams import Removed
 from domain.errors import CursorPruned
 from domain.identifiers import StreamKey
 from domain.stream import Stream
+from entrypoints.testing.simulation import Simulation, simulation
 from tests.application.support import (
     ADMIN,
     ALICE,

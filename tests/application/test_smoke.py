@@ -1,5 +1,5 @@
-from adapters.memory.simulation import simulation
 from domain.principal import Principal
+from entrypoints.testing.simulation import simulation
 
 WRITER = Principal("alice", "t1", frozenset({"streams:read", "streams:write"}))
 

@@ -4,10 +4,10 @@ an erased run stays erased (410) once everything of it is gone."""
 
 import pytest
 
-from adapters.memory.simulation import Simulation, simulation
 from application.maintenance import UpkeepSettings
 from application.node import NodeSettings
 from domain.errors import RunErased
+from entrypoints.testing.simulation import Simulation, simulation
 from tests.application.support import ADMIN, ALICE, RUN, fake_clock, key, make_stream
 
 WINDOW = 3600.0

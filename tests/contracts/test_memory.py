@@ -2,13 +2,12 @@
 
 import pytest
 
-from adapters.memory.backend import memory_backend
 from adapters.memory.objects import MemoryObjectStore
 from adapters.memory.outboxes import MemoryDeliveryOutbox
 from adapters.memory.store import MemoryStreamStore
 from application.ports.access import RevokedTokens, SubscriptionLeases
 from domain.identifiers import StreamKey
-from tests.contracts.harness import StorageHarness
+from tests.contracts.harness import StorageHarness, memory_harness
 from tests.contracts.object_store_contract import ObjectStoreContract
 from tests.contracts.revoked_tokens_contract import RevokedTokensContract
 from tests.contracts.storage_contract import StorageContract
@@ -19,7 +18,7 @@ from tests.contracts.upkeep_contract import UpkeepContract, UpkeepHarness
 class TestMemoryStorage(StorageContract):
     @pytest.fixture
     async def harness(self) -> StorageHarness:
-        return memory_backend()
+        return memory_harness()
 
 
 class TestMemoryObjects(ObjectStoreContract):
@@ -33,7 +32,7 @@ class TestMemorySubscriptionLeases(SubscriptionLeaseContract):
 
     @pytest.fixture
     def leases(self) -> SubscriptionLeases:
-        return memory_backend().leases
+        return memory_harness().leases
 
     @pytest.fixture
     def other_node(self, leases: SubscriptionLeases) -> SubscriptionLeases:
@@ -45,7 +44,7 @@ class TestMemoryRevokedTokens(RevokedTokensContract):
 
     @pytest.fixture
     def revoked(self) -> RevokedTokens:
-        return memory_backend().revoked
+        return memory_harness().revoked
 
     @pytest.fixture
     def other_node(self, revoked: RevokedTokens) -> RevokedTokens:
@@ -58,7 +57,7 @@ class TestMemoryRevokedTokens(RevokedTokensContract):
 class TestMemoryUpkeep(UpkeepContract):
     @pytest.fixture
     async def upkeep(self) -> UpkeepHarness:
-        backend = memory_backend()
+        backend = memory_harness()
         store, outbox, upkeep = backend.store, backend.outbox, backend.upkeep
         assert isinstance(store, MemoryStreamStore) and upkeep is not None
         assert isinstance(outbox, MemoryDeliveryOutbox)

@@ -1,7 +1,8 @@
 """The Postgres adapters pass the port contracts.
 
 A real server; one fresh database for the suite (every contract test keeps to
-its own tenant and run), and fresh adapters (pool, LISTEN connection) per test.
+its own tenant and run), and fresh adapters (pool, LISTEN connection) per test, as
+the node's container opens them.
 """
 
 import asyncio
@@ -10,12 +11,12 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
-from adapters.postgres import PostgresAdapters, open_postgres
+from adapters.postgres import PostgresAdapters
 from adapters.postgres.ids import stream_id
 from adapters.postgres.revoked_tokens import PostgresRevokedTokens
 from adapters.postgres.subscription_leases import PostgresSubscriptionLeases
 from domain.identifiers import StreamKey
-from tests.contracts.harness import StorageHarness
+from tests.contracts.harness import StorageHarness, postgres_harness
 from tests.contracts.revoked_tokens_contract import RevokedTokensContract
 from tests.contracts.storage_contract import StorageContract
 from tests.contracts.subscription_lease_contract import SubscriptionLeaseContract
@@ -29,11 +30,8 @@ class TestPostgresStorage(StorageContract):
     @pytest.fixture
     async def harness(self, pg_class_dsn: str  # noqa: F811
                       ) -> AsyncIterator[StorageHarness]:
-        adapters = await open_postgres(pg_class_dsn, migrate=False)
-        try:
-            yield adapters
-        finally:
-            await adapters.close()
+        async with postgres_harness(pg_class_dsn) as backend:
+            yield backend
 
 
 class TestPostgresSubscriptionLeases(SubscriptionLeaseContract):
@@ -59,11 +57,9 @@ class TestPostgresRevokedTokens(RevokedTokensContract):
     @pytest.fixture
     async def node(self, pg_class_dsn: str  # noqa: F811
                    ) -> AsyncIterator[PostgresAdapters]:
-        adapters = await open_postgres(pg_class_dsn, migrate=False)
-        try:
-            yield adapters
-        finally:
-            await adapters.close()
+        async with postgres_harness(pg_class_dsn) as backend:
+            assert isinstance(backend, PostgresAdapters)
+            yield backend
 
     @pytest.fixture
     def revoked(self, node: PostgresAdapters) -> PostgresRevokedTokens:
@@ -85,18 +81,18 @@ class TestPostgresUpkeep(UpkeepContract):
     @pytest.fixture
     async def upkeep(self, pg_class_dsn: str  # noqa: F811
                      ) -> AsyncIterator[UpkeepHarness]:
-        adapters = await open_postgres(pg_class_dsn, migrate=False)
+        async with postgres_harness(pg_class_dsn) as adapters:
+            assert isinstance(adapters, PostgresAdapters) and adapters.upkeep is not None
+            pool = adapters.pool
 
-        async def events(key: StreamKey) -> int:
-            return int(await adapters.pool.fetchval(
-                "SELECT count(*) FROM stream_events WHERE originator_id = $1 OR originator_id"
-                " IN (SELECT id FROM object_intents WHERE stream = $1)", stream_id(key)))
+            async def events(key: StreamKey) -> int:
+                return int(await pool.fetchval(
+                    "SELECT count(*) FROM stream_events WHERE originator_id = $1 OR "
+                    "originator_id IN (SELECT id FROM object_intents WHERE stream = $1)",
+                    stream_id(key)))
 
-        async def delivery_rows(key: StreamKey) -> int:
-            return int(await adapters.pool.fetchval(
-                "SELECT count(*) FROM input_deliveries WHERE stream = $1", stream_id(key)))
+            async def delivery_rows(key: StreamKey) -> int:
+                return int(await pool.fetchval(
+                    "SELECT count(*) FROM input_deliveries WHERE stream = $1", stream_id(key)))
 
-        try:
             yield UpkeepHarness(adapters, adapters.upkeep, events, delivery_rows)
-        finally:
-            await adapters.close()

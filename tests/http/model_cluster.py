@@ -1,11 +1,11 @@
 """Two Runnel nodes (regions `eu` and `us`) in this process, over ONE in-memory backend and
 one object store, for the API model test (`test_api_model.py`).
 
-Each node is its own host and app with its own region; both are composed on one shared
-backend and object store, so both see the same streams, wakes and bodies, like two
-processes on one Postgres. Everything runs on one event loop that the (synchronous)
-state machine drives step by step; no lifespan runs, the nodes are attached here. Every
-response passes the checks that hold for every route.
+Each node is its own host and app with its own region; both are built by the node's
+container with one shared backend and object store given to it, so both see the same
+streams, wakes and bodies, like two processes on one Postgres. Everything runs on one
+event loop that the (synchronous) state machine drives step by step; no lifespan runs,
+the nodes are attached here. Every response passes the checks that hold for every route.
 
 Building the two apps costs ~150 ms, too much for every example of a shrinking run, so
 they are built once; `fresh()` gives each example new nodes on a new backend, object
@@ -22,7 +22,6 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import SecretStr
 
-from adapters.clock import SystemClock
 from adapters.memory.backend import memory_backend
 from adapters.memory.bus import MemoryWakeBus
 from adapters.memory.objects import MemoryObjectStore
@@ -30,7 +29,7 @@ from adapters.memory.workflow import MemoryWorkflowWaitService
 from application.views import API_PREFIX
 from domain.identifiers import StreamKey
 from entrypoints.auth.tokens import mint_token
-from entrypoints.composition.container import NodeHost, compose
+from entrypoints.composition.container import Node, NodeContainer, NodeHost
 from entrypoints.composition.settings import Settings
 from entrypoints.http.app import create_app
 
@@ -77,8 +76,10 @@ class Cluster:
         objects = MemoryObjectStore(REGIONS)
         self.workflow = MemoryWorkflowWaitService()
         for host in self._hosts:
-            host.attach(compose(host.settings, host.metrics, backend, objects,
-                                self.workflow, SystemClock()))
+            container = NodeContainer(settings=host.settings, metrics=host.metrics,
+                                      backend=backend, object_store=objects,
+                                      wait_service=self.workflow)
+            host.attach(Node(container.service(), backend, container.clock()))
         return self
 
     def dispatch(self, region: str, failures: int) -> int:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from adapters.memory.simulation import simulation
 from domain.principal import Principal
 from entrypoints.http.sse.frames import FrameMemo
 from entrypoints.http.sse.subscription import encoded_frames
+from entrypoints.testing.simulation import simulation
 from tests.application.support import RUN, TENANT, append_numbers, make_stream
 
 READERS = 50

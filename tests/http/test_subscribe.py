@@ -10,9 +10,8 @@ import httpx
 from pydantic import SecretStr
 
 from domain.identifiers import StreamKey
-from entrypoints.composition.container import open_node
+from entrypoints.composition.container import NodeContainer, open_node
 from entrypoints.composition.settings import Settings
-from entrypoints.observability.metrics import Metrics
 from tests.http.server import SECRET, RunnelServer, token
 from tests.http.support import (
     GUARD_SECONDS,
@@ -143,7 +142,7 @@ async def test_a_pruned_cursor_is_410_before_streaming(api: httpx.AsyncClient, r
     await create_stream(api, run_id, retention={"max_records": 2})
     await append(api, run_id, "s", [1, 2, 3, 4, 5])
     node = Settings(database_url=database, jwt_secret=SecretStr(SECRET), workers=False)
-    async with open_node(node, Metrics()) as opened:
+    async with open_node(NodeContainer(settings=node)) as opened:
         removed = await opened.service.retention.prune(StreamKey("t1", run_id, "s"))
     assert removed.records == 3
 

@@ -12,13 +12,12 @@ from typing import Any
 import asyncpg
 
 from adapters.clock import SystemClock
-from adapters.memory.objects import MemoryObjectStore
-from adapters.memory.workflow import MemoryWorkflowWaitService
 from adapters.postgres import PostgresAdapters
 from application.follow_loop import EndFrame, OpenFollow, RecordFrame
 from application.node import NodeSettings
 from application.service import RunnelService
 from domain.principal import Principal
+from entrypoints.testing.simulation import simulation
 
 TENANT = "t1"
 RUN = "run-1"
@@ -29,9 +28,7 @@ DEADLINE = 60.0  # an upper bound for an outcome to arrive; never asserted as a 
 
 def service_on(adapters: PostgresAdapters, node: NodeSettings | None = None) -> RunnelService:
     """The whole application on Postgres adapters (objects and the workflow in memory)."""
-    ports = adapters.ports(MemoryObjectStore(("local",)), MemoryWorkflowWaitService(),
-                           SystemClock())
-    return RunnelService.build(ports, node or NodeSettings())
+    return simulation(node, SystemClock(), backend=adapters).service
 
 
 def definition(stream_id: str, **pins: Any) -> dict[str, Any]:

@@ -9,14 +9,12 @@ from collections.abc import AsyncIterator
 import pytest
 
 from adapters.memory.clock import FakeClock
-from adapters.memory.objects import MemoryObjectStore
-from adapters.memory.workflow import MemoryWorkflowWaitService
 from adapters.postgres import open_postgres
 from application.body_deletion import HOLD_RECHECK_SECONDS
 from application.node import NodeSettings
-from application.service import RunnelService
 from domain.object_intent import IntentState, ObjectPins
 from domain.principal import Principal
+from entrypoints.testing.simulation import simulation
 from tests.integration.support import RUN, WRITER, definition
 from tests.pg import pg_dsn, pg_template  # noqa: F401  (fixtures)
 
@@ -39,9 +37,8 @@ async def test_a_hold_stops_pruning_reaping_and_deleting_until_released(
         pg_dsn: str) -> None:  # noqa: F811
     adapters = await open_postgres(pg_dsn, migrate=False, listen=False)
     clock = FakeClock()
-    objects = MemoryObjectStore(("local",))
-    ports = adapters.ports(objects, MemoryWorkflowWaitService(), clock)
-    service = RunnelService.build(ports, NodeSettings(object_intent_ttl_seconds=TTL))
+    sim = simulation(NodeSettings(object_intent_ttl_seconds=TTL), clock, backend=adapters)
+    service, objects = sim.service, sim.ports.objects
     try:
         await service.definitions.create(WRITER, RUN, definition("s",
                                                                  retention={"max_records": 1}))

@@ -10,14 +10,14 @@ from collections import defaultdict
 from datetime import UTC, datetime
 
 import pytest
+from dependency_injector import providers
 
 from adapters.memory.clock import FakeClock
-from adapters.memory.objects import MemoryObjectStore
 from adapters.postgres import PostgresAdapters, open_postgres
 from application.dispatching import MAX_BACKOFF_SECONDS
 from application.node import NodeSettings
 from application.ports.outboxes import InputEvent
-from application.service import RunnelService
+from entrypoints.testing.simulation import simulation
 from tests.integration.support import RUN, WRITER, definition, service_on
 from tests.pg import pg_dsn, pg_template  # noqa: F401  (fixtures)
 
@@ -84,8 +84,10 @@ async def test_two_nodes_dispatching_through_failures_deliver_every_stream_in_or
     workflow = FlakyWaitService(seed=57)
     clock = FakeClock(NOW)
     node = NodeSettings(delivery_max_attempts=1000)
-    services = [RunnelService.build(adapters.ports(MemoryObjectStore(("local",)), workflow,
-                                                   clock), node) for adapters in processes]
+    simulations = [simulation(node, clock, backend=adapters) for adapters in processes]
+    for sim in simulations:  # both nodes publish to the one flaky workflow
+        sim.container.wait_service.override(providers.Object(workflow))
+    services = [sim.service for sim in simulations]
     try:
         await input_streams(processes[0], 3, 10)
         for _ in range(2000):

@@ -9,7 +9,8 @@ import asyncpg
 import pytest
 from pydantic import SecretStr
 
-from entrypoints.composition.backend import NodeUnready, open_backend
+from entrypoints.composition.backend import NodeUnready
+from entrypoints.composition.container import NodeContainer, open_node
 from entrypoints.composition.settings import Settings
 from tests.integration.blackhole_proxy import BlackholeProxy
 from tests.integration.support import DEADLINE
@@ -24,7 +25,8 @@ def _settings(dsn: str) -> Settings:
 
 
 async def test_a_database_migrated_by_a_newer_release_is_not_ready(pg_dsn: str) -> None:  # noqa: F811
-    async with open_backend(_settings(pg_dsn)) as backend:
+    async with open_node(NodeContainer(settings=_settings(pg_dsn))) as node:
+        backend = node.backend
         await backend.probe()
         connection = await asyncpg.connect(pg_dsn)
         try:
@@ -40,8 +42,9 @@ async def test_a_node_whose_listen_connection_is_down_is_not_ready(pg_dsn: str) 
     proxy = BlackholeProxy(pg_dsn)
     try:
         routed = await proxy.start()
-        async with open_backend(_settings(pg_dsn).model_copy(
-                update={"listen_database_url": routed})) as backend:
+        async with open_node(NodeContainer(settings=_settings(pg_dsn).model_copy(
+                update={"listen_database_url": routed}))) as node:
+            backend = node.backend
             await backend.probe()
             proxy.refuse()
             proxy.blackhole()

@@ -13,7 +13,6 @@ import pytest
 
 from adapters.clock import SystemClock
 from adapters.memory.clock import FakeClock
-from adapters.memory.simulation import Simulation, simulation
 from adapters.postgres import open_postgres
 from adapters.postgres.wait_notify import PostgresNotifyWaitService
 from adapters.webhook import WebhookRejected, WebhookWaitService
@@ -22,6 +21,7 @@ from application.node import NodeSettings
 from application.ports.outboxes import InputEvent
 from domain.identifiers import StreamKey, input_event_id
 from domain.principal import Principal
+from entrypoints.testing.simulation import Simulation, simulation
 from tests.application.support import (
     ALICE,
     READ_WRITE,

@@ -15,9 +15,8 @@ from runnel_client.errors import Unauthenticated
 from runnel_client.following import Refused, StreamEnded, Unavailable, backoff
 
 from domain.identifiers import StreamKey
-from entrypoints.composition.container import open_node
+from entrypoints.composition.container import NodeContainer, open_node
 from entrypoints.composition.settings import Settings
-from entrypoints.observability.metrics import Metrics
 from tests.http.restart import RestartableServer, restartable_server
 from tests.http.server import SECRET, RunnelServer, token
 from tests.sdk.support import Collector
@@ -73,7 +72,7 @@ async def prune(database: str, run_id: str) -> int:
     # No pruning worker runs in the test servers (--no-workers): a second, in-process node
     # on the same database applies the stream's retention, as a worker would.
     node = Settings(database_url=database, jwt_secret=SecretStr(SECRET), workers=False)
-    async with open_node(node, Metrics()) as opened:
+    async with open_node(NodeContainer(settings=node)) as opened:
         removed = await opened.service.retention.prune(StreamKey("t1", run_id, "s"))
     return int(removed.records)
 
