@@ -26,8 +26,10 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
+# Four workers on two cores: most tests wait on real processes (servers, timers, faults),
+# so two workers leave the cores idle (the e2e suite ran in 0.58x the time with four).
 test: lint browser deploy-tools conformance-deps typescript-sdk
-	$(BIN)/pytest -n 2
+	$(BIN)/pytest -n 4
 
 # The viewer test drives Debian's chromium (through Playwright's `executable_path`,
 # never `playwright install`): installed here when missing (CI runs as root).

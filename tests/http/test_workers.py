@@ -76,7 +76,7 @@ async def test_input_records_stay_pending_without_a_wait_service_until_one_is_co
     idle = await asyncio.to_thread(RunnelServer.start, {**base, **NO_WAIT_SERVICE},
                                    tmp_path / "idle", True)
     try:
-        assert "will stay pending until RUNNEL_WAIT_SERVICE is set" in idle.banner
+        assert "none is set (webhook, dbos or notify), so they stay pending" in idle.banner
         async with httpx.AsyncClient(base_url=idle.api, headers=bearer(token()),
                                      timeout=30) as api:
             await create_stream(api, "run-p", "in", direction="input")
@@ -133,7 +133,7 @@ async def test_notify_counts_input_events_as_published_not_delivered(
            "RUNNEL_NOTIFY_CHANNEL": "runnel_test_inputs"}
     server = await asyncio.to_thread(RunnelServer.start, env, tmp_path, True)
     try:
-        assert "published as NOTIFY on 'runnel_test_inputs'" in server.banner
+        assert "wait service (RUNNEL_WAIT_SERVICE): NOTIFY on 'runnel_test_inputs'" in server.banner
         async with httpx.AsyncClient(base_url=server.api, headers=bearer(token()),
                                      timeout=30) as api:
             await create_stream(api, "run-n", "in", direction="input")
