@@ -20,7 +20,7 @@ from application.views import API_PREFIX
 from entrypoints.auth.tokens import mint_token
 from entrypoints.composition.container import NodeContainer, NodeHost, open_node
 from entrypoints.composition.settings import Settings
-from entrypoints.http import create_app
+from entrypoints.http.app import create_app
 from tests.http.support import GUARD_SECONDS, append, create_stream
 
 SECRET = "container-override-secret-0123456789abcdef"
