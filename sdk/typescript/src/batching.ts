@@ -8,7 +8,7 @@
  *   writes the same records again stores none of them twice: the prefix names the work
  *   (`job-42/answer`), so new work needs a new prefix. A record that carries its own
  *   `idempotency_key` keeps it and takes no number;
- * - sizes, the server's (SPEC §2, §5): an inline record is at most 64 KiB (a JSON payload
+ * - sizes, the server's (docs/api.md, Records): an inline record is at most 64 KiB (a JSON payload
  *   as compact UTF-8 JSON, `data` as decoded bytes); a larger one is refused here, before
  *   it is queued, pointing to `uploadObject`. A batch holds at most 1000 records and
  *   `maxBatchBytes` of request body; on a stream with declared consumers it also stays

@@ -29,7 +29,7 @@ import { ResyncRequired, RunnelError, TokenExpired, TransportError } from "./err
 import { Acker, backoff, FollowState, Refused, refusal, startCursor, StreamEnded, Unavailable } from "./following.js";
 import { LiveEvent, type StreamInfo, streamPath } from "./wire.js";
 
-/** The server's slow-reader cutoff (SPEC §4): a silent connection as long is taken as broken. */
+/** The server's slow-reader cutoff (docs/api.md, Subscribe): a silent connection as long is taken as broken. */
 export const DEFAULT_IDLE_SECONDS = 60;
 
 export interface FollowOptions {

@@ -1,5 +1,5 @@
 /**
- * Large bodies as object records (SPEC §7): prepare, upload, commit; and back (the Python
+ * Large bodies as object records (docs/api.md, Objects): prepare, upload, commit; and back (the Python
  * SDK's `runnel_client.objects`, the same rules).
  *
  * Rules:

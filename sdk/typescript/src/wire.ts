@@ -1,7 +1,7 @@
 /**
  * The server's shapes, as it sends them (snake_case, docs/adr/0068), and the paths of its
  * routes. What the server defines (definitions, status, records, pages) keeps the wire's
- * field names, so SPEC examples, the Python SDK and this one read alike; what the SDK
+ * field names, so the examples of docs/api.md, the Python SDK and this one read alike; what the SDK
  * itself adds (`LiveEvent`, options) is camelCase.
  */
 
