@@ -1,4 +1,4 @@
-"""The agent: a DBOS workflow that answers prompts in turns (issue 14's example).
+"""The agent: a DBOS workflow that answers prompts in turns (the DBOS example, ADR 0043).
 
 Each prompt comes in through the run's input stream `prompts` (Runnel delivers it with
 `RUNNEL_WAIT_SERVICE=dbos`); each answer goes out on the output stream `answer`: every
