@@ -7,7 +7,9 @@ pruned cursor is an HTTP error, not a broken stream; the loop itself is `OpenFol
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AsyncExitStack
+from typing import Literal, Protocol
 
 from application.access import stream_for_reading, stream_key
 from application.follow_loop import OpenFollow
@@ -24,6 +26,12 @@ from domain.principal import Principal
 from domain.stream import Stream
 
 
+class Endable(Protocol):
+    """What the follower ends on revocation or drain: a follow, or a run follow."""
+
+    def end(self, reason: Literal["token_revoked", "shutdown"]) -> None: ...
+
+
 class Follower:
     """Opens follows: checks access and the cursor before any frame is produced, so a
     refused or pruned cursor is an HTTP error, not a broken stream. Every follow holds one
@@ -38,7 +46,7 @@ class Follower:
         self._gaps = gaps
         self._node = node
         self.slots = slots
-        self._open: dict[OpenFollow, Principal] = {}
+        self._open: dict[Endable, Principal] = {}
         self._draining = False
         self._revocations: RevocationList | None = None
 
@@ -56,14 +64,26 @@ class Follower:
                    live: bool = False, expires_in: float | None = None) -> OpenFollow:
         """`expires_in`: seconds until the principal's credential expires; the follow ends
         there with `EndFrame("token_expired")`."""
-        if self._draining:
-            raise NodeDraining("this node is shutting down; subscribe at another node")
+        self.refuse_when_draining()
         key, stream = await self.authorize(principal, run_id, stream_id)
-        # A best-effort stream has nothing stored: its readers exist for the live chunks.
-        live = live or stream.definition.mode == "best_effort"
         lease = await self.slots.take(principal)
         stack = AsyncExitStack()
         stack.push_async_callback(self.slots.release, lease)
+        follow = await self._start(key, stream, after, live, stack, expires_in, self._forget)
+        self.track(follow, principal)
+        return follow
+
+    async def open_part(self, stream: Stream, after: int, live: bool) -> OpenFollow:
+        """A follow of one stream of a run follow (`run_follow.py`), which checked access,
+        holds the one slot and is tracked itself: this follow holds only its wake
+        registration, and ends only by the stream's close or by being closed."""
+        return await self._start(stream.key, stream, after, live, AsyncExitStack(), None, None)
+
+    async def _start(self, key: StreamKey, stream: Stream, after: int, live: bool,
+                     stack: AsyncExitStack, expires_in: float | None,
+                     on_close: Callable[[OpenFollow], None] | None) -> OpenFollow:
+        # A best-effort stream has nothing stored: its readers exist for the live chunks.
+        live = live or stream.definition.mode == "best_effort"
         try:
             # The registration has a stack of its own: a closed stream gives it back at
             # once, while the slot stays taken for as long as the follow lives.
@@ -79,18 +99,28 @@ class Follower:
         except BaseException:
             await stack.aclose()
             raise
-        follow = OpenFollow(key, after, self._reader, self._gaps, self._node, stack, wakes,
-                            page, expires_in, on_close=self._forget, live=live)
+        return OpenFollow(key, after, self._reader, self._gaps, self._node, stack, wakes,
+                          page, expires_in, on_close=on_close, live=live)
+
+    def refuse_when_draining(self) -> None:
+        if self._draining:
+            raise NodeDraining("this node is shutting down; subscribe at another node")
+
+    def track(self, follow: Endable, principal: Principal) -> None:
+        """End `follow` when its principal's credential is revoked or the node drains, until
+        it is forgotten (`forget`)."""
         self._open[follow] = principal
-        # The request was authenticated before the awaits above: a revocation read since
-        # then found no follow to end, so this one checks for itself.
+        # The request was authenticated before the awaits that opened it: a revocation read
+        # since then found no follow to end, so this one checks for itself.
         revocations = self._revocations
         if revocations is not None and revocations.refuses_principal(principal):
             follow.end("token_revoked")
-        return follow
+
+    def forget(self, follow: Endable) -> None:
+        self._open.pop(follow, None)
 
     def _forget(self, follow: OpenFollow) -> None:
-        self._open.pop(follow, None)
+        self.forget(follow)
 
     def watch_revocations(self, revocations: RevocationList) -> None:
         """From now on, every open follow whose credential `revocations` refuses (its own

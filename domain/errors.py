@@ -44,6 +44,20 @@ class FutureCursor(DomainError):
     code = "future_cursor"
 
 
+class CursorTooLarge(DomainError):
+    """A run follow's compound cursor names more streams, or holds more bytes, than the
+    bounds of `domain/run_cursor.py`."""
+
+    code = "cursor_too_large"
+
+
+class TooManyStreamsToFollow(DomainError):
+    """A run follow would cover more streams than one compound cursor can hold: narrow it
+    with `?streams=` or `?content_class=`."""
+
+    code = "too_many_streams_to_follow"
+
+
 class InvalidLimit(DomainError):
     """A page size (`limit`) that is not an integer in the route's range."""
 

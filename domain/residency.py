@@ -39,9 +39,13 @@ def ensure_may_serve_metadata_here(placement: PlacementPins, node_region: str) -
         )
 
 
+def may_serve_content_here(placement: PlacementPins, node_region: str) -> bool:
+    return node_region in placement.client_egress_regions
+
+
 def ensure_may_serve_content_here(placement: PlacementPins, node_region: str) -> None:
     """Record content leaves only through nodes in the client-egress regions."""
-    if node_region not in placement.client_egress_regions:
+    if not may_serve_content_here(placement, node_region):
         raise EgressDenied(
             f"content of this stream may not leave through {node_region}",
             region=node_region,

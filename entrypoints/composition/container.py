@@ -61,6 +61,7 @@ from application.reading import RecordReading
 from application.redrive import DeadLetterRedrive
 from application.retention import RetentionPruner
 from application.run_catalog import RunCatalog
+from application.run_follower import RunFollower
 from application.service import RunnelService
 from application.subscription_slots import SubscriptionSlots
 from entrypoints.composition.backend import open_postgres_backend
@@ -130,6 +131,7 @@ class NodeContainer(containers.DeclarativeContainer):
     reading = providers.Singleton(RecordReading, store, reader, node)
     slots = providers.Singleton(SubscriptionSlots, leases, clock, node)
     follower = providers.Singleton(Follower, store, reader, bus, gaps, node, slots)
+    run_follower = providers.Singleton(RunFollower, store, follower, node)
     acknowledger = providers.Singleton(Acknowledger, store, node)
     lifecycle = providers.Singleton(StreamLifecycle, store, deletions, body_deleter, clock, node)
     objects = providers.Singleton(Objects, store, object_store, appender, body_deleter, clock,
@@ -148,7 +150,8 @@ class NodeContainer(containers.DeclarativeContainer):
         follower=follower, acknowledger=acknowledger, lifecycle=lifecycle, objects=objects,
         live=live, retention=retention, dispatcher=dispatcher, intent_reaper=intent_reaper,
         body_deleter=body_deleter, orphan_sweeper=orphan_sweeper, run_catalog=run_catalog,
-        delivery_inspection=delivery_inspection, redrive=redrive, maintenance=maintenance)
+        delivery_inspection=delivery_inspection, redrive=redrive, run_follower=run_follower,
+        maintenance=maintenance)
 
 
 async def provided(provider: providers.Provider[T]) -> T:

@@ -15,6 +15,7 @@ from domain.cursor import parse_cursor
 from domain.errors import InvalidLimit, InvalidRecord
 from domain.masking import MAX_JSON_DEPTH
 from domain.records import Submitted
+from domain.run_cursor import RunCursor
 
 MAX_LIMIT_DIGITS = 7
 
@@ -26,6 +27,16 @@ def subscribe_cursor(after: str | None, last_event_id: str | None) -> int:
     if last_event_id is not None:
         return parse_cursor(last_event_id, "Last-Event-ID") or 0
     return 0
+
+
+def run_subscribe_cursor(after: str | None, last_event_id: str | None) -> RunCursor:
+    """The compound cursor of a run subscription, by the same precedence as
+    `subscribe_cursor`; its bounds are checked before it is parsed (`RunCursor.parse`)."""
+    if after is not None:
+        return RunCursor.parse(after, "after")
+    if last_event_id is not None:
+        return RunCursor.parse(last_event_id, "Last-Event-ID")
+    return RunCursor()
 
 
 def read_cursor(after: str | None) -> int:

@@ -89,6 +89,8 @@ DOMAIN_STATUSES: dict[type[e.DomainError], int] = {
     e.InvalidIdentifier: 400,
     e.InvalidCursor: 400,
     e.FutureCursor: 400,
+    e.CursorTooLarge: 400,
+    e.TooManyStreamsToFollow: 400,
     e.InvalidLimit: 400,
     e.AckBeyondHead: 400,
     e.InvalidDefinition: 422,

@@ -76,6 +76,16 @@ EVENT_STREAM = (
     "`closed`, `token_expired`, `token_revoked` or `shutdown`). After `resync` or `end` the "
     "stream ends; resume with `Last-Event-ID: last_sequence`.")
 """The subscribe route's 200 (frames: `entrypoints.http.sse.subscription`)."""
+RUN_EVENT_STREAM = (
+    "A text/event-stream of these events, each naming its stream, and `: ping` comments: "
+    "`record` (`id:` the compound cursor after it; `data:` one record object with its "
+    "`stream_id`); `live` (`data:` `{stream_id, seq, data, source, attempt, index}`, with "
+    "`?live=true` only); `resync` (`data:` the 410 `cursor_pruned` problem with its "
+    "`stream_id`) and `end` (`data:` `{stream_id, reason, last_sequence}`, reason `closed`) "
+    "end one stream; `run_end` (`data:` `{reason, cursor}`, reason `erased`, "
+    "`too_many_streams`, `token_expired`, `token_revoked` or `shutdown`) ends the "
+    "subscription; resume with `Last-Event-ID: <cursor>`.")
+"""The run subscribe route's 200 (frames: `entrypoints.http.sse.run_frames`)."""
 
 
 def records_page() -> JsonSchema:

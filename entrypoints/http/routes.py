@@ -28,6 +28,7 @@ from entrypoints.http.handlers import (
     viewer,
 )
 from entrypoints.http.handlers.bodies import AppendRequest
+from entrypoints.http.handlers.run_subscribe import subscribe_run
 from entrypoints.http.handlers.subscribe import subscribe
 from entrypoints.http.handlers.subscribe_token import mint_subscribe_token
 from entrypoints.http.openapi import RawBodyOperation
@@ -110,6 +111,12 @@ def api_router(settings: Settings, callers: Callers) -> Router:
                 data_container=str, media_type="text/event-stream", generate_examples=False,
                 description=shapes.EVENT_STREAM),
                        **problems(410, 429)})(subscribe),
+        get(RUN + "/subscribe", summary="Follow every stream of a run (Server-Sent Events)",
+            tags=["records"], media_type="text/event-stream", middleware=[release_on_exit],
+            responses={200: ResponseSpec(
+                data_container=str, media_type="text/event-stream", generate_examples=False,
+                description=shapes.RUN_EVENT_STREAM),
+                       **problems(429)})(subscribe_run),
         post(STREAM + "/subscribe-token", status_code=201, request_max_body_size=small,
              summary="Mint a short-lived subscribe token for `?access_token=`",
              tags=["records"], dependencies={"caller": callers.minter()},

@@ -41,3 +41,20 @@ async def test_a_third_concurrent_subscription_is_429_until_one_disconnects(
     events = await read_events(api, f"/runs/{run_id}/streams/done/subscribe",
                                until=has_event("end"))
     assert [e.event for e in events] == ["record", "end"]
+
+
+async def test_the_run_subscription_counts_one_against_the_cap(
+        api: httpx.AsyncClient, server: RunnelServer, run_id: str) -> None:
+    carol = bearer(token(sub="carol"))
+    for stream_id in ("a", "b", "c"):
+        await create_stream(api, run_id, stream_id)
+    run_url = f"/runs/{run_id}/subscribe"
+    before = await wait_for_metric(server.url, "runnel_sse_readers", lambda v: v >= 0)
+    async with api.stream("GET", run_url, headers=carol) as run_follow, \
+            api.stream("GET", f"/runs/{run_id}/streams/a/subscribe", headers=carol) as single:
+        assert (run_follow.status_code, single.status_code) == (200, 200)
+        await wait_for_metric(server.url, "runnel_sse_readers", lambda v: v >= before + 2)
+        assert_problem(await api.get(run_url, headers=carol), 429, "too_many_subscriptions")
+    # Both went away: their slots come back.
+    async with api.stream("GET", run_url, headers=carol) as again:
+        assert again.status_code == 200
