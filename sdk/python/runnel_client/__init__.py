@@ -16,6 +16,7 @@ from runnel_client.layers import LiveText
 from runnel_client.live import LivePublisher
 from runnel_client.producer import Producer
 from runnel_client.retrying import RetryPolicy
+from runnel_client.run_following import RunFollowState
 from runnel_client.sync import RunnelClient, Stream
 from runnel_client.webhooks import InputWebhook, WebhookVerificationError, verify_webhook
 from runnel_client.wire import BrowserToken, LiveEvent, ReadPage, Record
@@ -36,6 +37,7 @@ __all__ = [
     "Record",
     "ResyncRequired",
     "RetryPolicy",
+    "RunFollowState",
     "RunnelClient",
     "RunnelError",
     "Stream",

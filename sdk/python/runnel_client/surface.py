@@ -10,11 +10,15 @@ import httpx
 
 from runnel_client.auth import BearerToken
 from runnel_client.follow_plan import FollowOptions, follow
+from runnel_client.run_follow_plan import RunFollowOptions, follow_run
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     from runnel_client.auth import TokenSource
     from runnel_client.effects import Plan
     from runnel_client.following import FollowState, ResyncHandler
+    from runnel_client.run_following import RunFollowState
 
 RecordsT = TypeVar("RecordsT")
 """What `follow(live=False)` returns: an (async) iterator of `Record`s."""
@@ -82,6 +86,39 @@ class Client(Generic[HttpT, RecordsT, ItemsT]):
         return self._iterate(follow(FollowOptions(
             run_id, stream_id, after, live, on_resync, state, token_provider, consumer,
             ack_every, wait_for_stream, start), self._auth))
+
+
+    @overload
+    def follow_run(self, run_id: str, after: Mapping[str, int] | None = None, *,
+                   live: Literal[False] = False, streams: Sequence[str] | None = None,
+                   content_class: str | None = None, on_resync: ResyncHandler | None = None,
+                   state: RunFollowState | None = None,
+                   token_provider: TokenSource | None = None) -> RecordsT: ...
+
+    @overload
+    def follow_run(self, run_id: str, after: Mapping[str, int] | None = None, *,
+                   live: bool, streams: Sequence[str] | None = None,
+                   content_class: str | None = None, on_resync: ResyncHandler | None = None,
+                   state: RunFollowState | None = None,
+                   token_provider: TokenSource | None = None) -> ItemsT: ...
+
+    def follow_run(self, run_id: str, after: Mapping[str, int] | None = None, *,
+                   live: bool = False, streams: Sequence[str] | None = None,
+                   content_class: str | None = None, on_resync: ResyncHandler | None = None,
+                   state: RunFollowState | None = None,
+                   token_provider: TokenSource | None = None) -> Any:
+        """Every record of every stream of the run this client may read, streams created
+        later included, once each and in its stream's order, as ONE subscription (ADR
+        0073); each `Record` (and `LiveEvent`) names its `stream_id`. Ends when the run is
+        erased. `after` maps stream ids to the last sequence seen (a stream not named
+        starts at its first record); `state.cursor` keeps it across reconnects, which
+        resume every stream exactly with the compound cursor. `streams` and
+        `content_class` narrow it. A stream's resync (410) asks `on_resync` for that
+        stream's cursor (`error.problem["stream_id"]`), else raises `ResyncRequired`;
+        tokens, refusals and reconnects are as for `follow`."""
+        return self._iterate(follow_run(RunFollowOptions(
+            run_id, after, live, streams, content_class, on_resync, state, token_provider),
+            self._auth))
 
 
 class Handle(Generic[ClientT, RecordsT, ItemsT]):

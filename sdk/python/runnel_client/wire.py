@@ -26,6 +26,8 @@ class Record:
     data: str | None = None
     object: dict[str, Any] | None = None
     idempotency_key: str | None = None
+    stream_id: str | None = None
+    """The stream it belongs to, in a run follow (`follow_run`); None in a single one."""
 
     @property
     def step(self) -> str | None:
@@ -38,7 +40,8 @@ class Record:
         return cls(sequence=int(body["sequence"]), content_type=body["content_type"],
                    appended_at=body["appended_at"], payload=body.get("payload"),
                    data=body.get("data"), object=body.get("object"),
-                   idempotency_key=body.get("idempotency_key"))
+                   idempotency_key=body.get("idempotency_key"),
+                   stream_id=body.get("stream_id"))
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,11 @@ class LiveEvent:
     @property
     def seq(self) -> int | None:
         return self._typed("seq", int)
+
+    @property
+    def stream_id(self) -> str | None:
+        """The stream it belongs to, in a run follow (`follow_run`)."""
+        return self._typed("stream_id", str)
 
 
 @dataclass(frozen=True)
