@@ -15,6 +15,7 @@ import * as calls from "./calls.js";
 import { type DriverSettings, type Fetch, iterate, run, type RunOptions } from "./drive.js";
 import type { FollowStatus, Plan } from "./effects.js";
 import { follow, type FollowOptions } from "./followPlan.js";
+import { followRun, type RunFollowOptions } from "./runFollowPlan.js";
 import { bytesOf, type ObjectBody } from "./objects.js";
 import { Producer, type ProducerOptions } from "./producer.js";
 import type {
@@ -37,6 +38,14 @@ export interface ClientOptions {
 
 /** `follow()`'s options (`followPlan.ts` has the rules). */
 export interface FollowCallOptions extends Omit<FollowOptions, "runId" | "streamId"> {
+  /** Ends the follow: the iteration ends quietly, the connection is closed. */
+  signal?: AbortSignal;
+  /** `following` once a subscription is open, `reconnecting` while it waits to try again. */
+  onStatus?: (status: FollowStatus) => void;
+}
+
+/** `followRun()`'s options (`runFollowPlan.ts` has the rules). */
+export interface RunFollowCallOptions extends Omit<RunFollowOptions, "runId"> {
   /** Ends the follow: the iteration ends quietly, the connection is closed. */
   signal?: AbortSignal;
   /** `following` once a subscription is open, `reconnecting` while it waits to try again. */
@@ -167,6 +176,20 @@ export class RunnelClient {
   follow(runId: string, streamId: string, options: FollowCallOptions = {}): AsyncGenerator<StreamRecord | LiveEvent, void> {
     const { signal, onStatus, ...rules } = options;
     const plan = follow({ ...rules, runId, streamId }, this.settings.token);
+    return iterate(this.settings, plan, { signal, onStatus }) as AsyncGenerator<StreamRecord | LiveEvent, void>;
+  }
+
+  /**
+   * Every record of every stream of the run this client may read, streams created later
+   * included, once each and in its stream's order, as ONE subscription (ADR 0073); each
+   * record (`stream_id`) and `LiveEvent` (`streamId`) names its stream. Resumes every
+   * stream exactly with the compound cursor (`state.cursor`); ends when the run is erased.
+   */
+  followRun(runId: string, options?: RunFollowCallOptions & { live?: false }): AsyncGenerator<StreamRecord, void>;
+  followRun(runId: string, options: RunFollowCallOptions & { live: boolean }): AsyncGenerator<StreamRecord | LiveEvent, void>;
+  followRun(runId: string, options: RunFollowCallOptions = {}): AsyncGenerator<StreamRecord | LiveEvent, void> {
+    const { signal, onStatus, ...rules } = options;
+    const plan = followRun({ ...rules, runId }, this.settings.token);
     return iterate(this.settings, plan, { signal, onStatus }) as AsyncGenerator<StreamRecord | LiveEvent, void>;
   }
 

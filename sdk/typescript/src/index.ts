@@ -6,7 +6,8 @@
 export { type TokenSource } from "./auth.js";
 export { type LiveOptions, type UploadOptions } from "./calls.js";
 export {
-  type ClientOptions, type FollowCallOptions, type ReadOptions, RunnelClient, StreamHandle,
+  type ClientOptions, type FollowCallOptions, type ReadOptions, type RunFollowCallOptions, RunnelClient,
+  StreamHandle,
 } from "./client.js";
 export { type Fetch } from "./drive.js";
 export { type FollowStatus } from "./effects.js";
@@ -15,6 +16,7 @@ export {
   TransportError, Unauthenticated,
 } from "./errors.js";
 export { FollowState } from "./following.js";
+export { RunFollowState } from "./runFollowing.js";
 export { chunkText, LiveText, type LiveStep, Steps } from "./layers.js";
 export { LivePublisher, type LivePublisherOptions, type LiveSink } from "./live.js";
 export { type ObjectBody } from "./objects.js";

@@ -25,6 +25,8 @@ export interface StreamRecord {
   object?: ObjectRef;
   /** The producer's key; a live chunk whose `source` equals it is this record's preview. */
   idempotency_key?: string;
+  /** The stream it belongs to, in a run follow (`followRun`). */
+  stream_id?: string;
 }
 
 /** A record as it is sent: `{payload}` or `{data, content_type}`, an optional key. */
@@ -132,6 +134,8 @@ export class LiveEvent {
   readonly attempt: number | null;
   readonly index: number | null;
   readonly seq: number | null;
+  /** The stream it belongs to, in a run follow (`followRun`). */
+  readonly streamId: string | null;
 
   constructor(frame: unknown, supersedes = false) {
     this.frame = frame;
@@ -142,6 +146,7 @@ export class LiveEvent {
     this.attempt = field(frame, "attempt", isInteger);
     this.index = field(frame, "index", isInteger);
     this.seq = field(frame, "seq", isInteger);
+    this.streamId = field(frame, "stream_id", isString);
   }
 }
 
