@@ -6,8 +6,9 @@ Rules:
   before it reads its history; the run follow holds the one subscription slot, and is
   what revocation, drain and the credential's expiry end;
 - a stream's frames come in its sequence order; streams interleave as their frames come.
-  A stream's next frame is taken only once its previous one was handed on, so a run
-  follow holds at most one frame per stream, whatever the reader's pace;
+  A stream runs at most `FRAMES_AHEAD` frames ahead of what was handed on, so a run
+  follow holds at most that many frames per stream (and, as a follow does, one page of
+  records per stream), whatever the reader's pace;
 - the compound cursor moves with each record frame handed on, and each record frame
   carries it: resuming from the last one received loses and repeats nothing, per stream;
 - the run's streams are listed again at every keepalive tick and whenever one of its
@@ -25,6 +26,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -43,6 +45,10 @@ from application.node import NodeSettings
 from domain.errors import CursorPruned, NotFound
 from domain.run_cursor import RunCursor, fits
 from domain.stream import Stream
+
+FRAMES_AHEAD = 32
+"""Frames a stream may have queued for the merge: enough that a backfill is handed over
+in runs, not one task switch per frame."""
 
 RunEndReason = Literal["erased", "too_many_streams", "token_expired", "token_revoked",
                        "shutdown"]
@@ -79,8 +85,8 @@ class RunStreams(NamedTuple):
 class _Part:
     stream_id: str
     follow: OpenFollow
-    turn: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(1))
-    """Held from taking a frame of the follow until the merge takes it from the queue."""
+    turns: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(FRAMES_AHEAD))
+    """One taken from taking a frame of the follow until the merge takes it from the queue."""
     pump: asyncio.Task[None] | None = None
 
 
@@ -106,7 +112,8 @@ class RunFollow:
         self._ended_streams: set[str] = set()
         self._pending: list[StreamFrame] = []
         """Resync frames of streams whose cursor was pruned when they joined."""
-        self._queue: asyncio.Queue[_Item] = asyncio.Queue()
+        self._queue: deque[_Item] = deque()
+        self._waiter: asyncio.Future[None] | None = None
         self._running = False
         self._end_reason: RunEndReason | None = None
         self._ends_at = float("inf")
@@ -115,6 +122,11 @@ class RunFollow:
     def stream_ids(self) -> frozenset[str]:
         """The streams this run follow covers now."""
         return frozenset(self._parts)
+
+    @property
+    def queued(self) -> int:
+        """Frames the streams have handed over that the merge has not handed on yet."""
+        return len(self._queue)
 
     async def start(self, streams: Sequence[Stream]) -> None:
         """Join these streams, from the cursor's positions; the cursor then names only the
@@ -129,7 +141,7 @@ class RunFollow:
             return
         self._end_reason = reason
         self._ends_at = float("-inf")
-        self._queue.put_nowait(None)
+        self._offer(None)
 
     async def close(self) -> None:
         if self._on_close is not None:
@@ -157,7 +169,7 @@ class RunFollow:
             item = await self._take(min(tick_at, self._ends_at) - loop.time())
             if item is not None:
                 part, got = item
-                part.turn.release()
+                part.turns.release()
                 if isinstance(got, Exception):
                     raise got
                 async for frame in self._serve(part, got):
@@ -167,14 +179,23 @@ class RunFollow:
                 yield KeepaliveFrame()
                 await self._refresh()
 
+    def _offer(self, item: _Item) -> None:
+        self._queue.append(item)
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
     async def _take(self, timeout: float) -> _Item:
         """The next queued item, or None when `timeout` passes first."""
-        if timeout <= 0 or not self._queue.empty():
-            return None if self._queue.empty() else self._queue.get_nowait()
-        try:
-            return await asyncio.wait_for(self._queue.get(), timeout)
-        except TimeoutError:
-            return None
+        if not self._queue and timeout > 0:
+            loop = asyncio.get_running_loop()
+            self._waiter = waiter = loop.create_future()
+            timer = loop.call_later(timeout, _wake, waiter)
+            try:
+                await waiter
+            finally:
+                timer.cancel()
+                self._waiter = None
+        return self._queue.popleft() if self._queue else None
 
     async def _serve(self, part: _Part, frame: Frame) -> AsyncIterator[RunFrame]:
         match frame:
@@ -236,11 +257,11 @@ class RunFollow:
             async for frame in frames:
                 if isinstance(frame, KeepaliveFrame):
                     continue
-                await part.turn.acquire()
-                self._queue.put_nowait((part, frame))
+                await part.turns.acquire()
+                self._offer((part, frame))
         except Exception as error:  # the store failed: the run follow ends with it
-            await part.turn.acquire()
-            self._queue.put_nowait((part, error))
+            await part.turns.acquire()
+            self._offer((part, error))
         finally:
             await frames.aclose()
 
@@ -249,3 +270,8 @@ class RunFollow:
             part.pump.cancel()
             await asyncio.wait({part.pump})
         await part.follow.close()
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)

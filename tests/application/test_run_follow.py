@@ -13,7 +13,7 @@ from application.follow_loop import EndFrame, KeepaliveFrame, LiveFrame, RecordF
 from application.node import NodeSettings
 from application.ports.errors import NodeDraining
 from application.ports.waking import LiveDraft
-from application.run_follow import RunEndFrame, RunFollow, RunFrame, StreamFrame
+from application.run_follow import FRAMES_AHEAD, RunEndFrame, RunFollow, RunFrame, StreamFrame
 from domain.errors import (
     FutureCursor,
     NotFound,
@@ -111,6 +111,26 @@ async def test_the_run_follow_takes_one_slot_whatever_its_streams() -> None:
     assert sim.service.follower.slots.held == 0
     single = await sim.service.follower.open(ALICE, RUN, "a", after=0)
     await single.close()
+
+
+async def test_a_slow_reader_holds_a_bounded_number_of_frames_per_stream() -> None:
+    sim = simulation()
+    for stream_id in ("a", "b"):
+        await make_stream(sim, stream_id)
+        for first in range(1, 400, 100):
+            await append_numbers(sim, first, first + 99, stream_id)
+    follow = await open_run(sim)
+    frames = follow.frames()
+    try:
+        seen = await take(frames, 1)
+        for _ in range(50):  # the streams run ahead as far as they may
+            await asyncio.sleep(0)
+        assert 0 < follow.queued <= 2 * FRAMES_AHEAD
+        seen += await take(frames, 799)
+        for stream_id in "ab":
+            assert [n for s, n in seen if s == stream_id] == list(range(1, 401))
+    finally:
+        await follow.close()
 
 
 async def test_a_refused_open_leaves_no_slot_and_no_registration() -> None:

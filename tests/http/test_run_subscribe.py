@@ -149,3 +149,38 @@ async def test_malformed_huge_and_future_cursors_are_refused_before_the_stream(
     assert huge.status_code == 431
     assert_problem(await api.get(url, params={"after": "a=9"}), 400, "future_cursor")
     assert_problem(await api.get(url, params={"streams": "a,,b"}), 400, "invalid_identifier")
+
+
+async def test_live_chunks_come_with_live_true_only_and_name_their_stream(
+        api: httpx.AsyncClient, run_id: str) -> None:
+    await create_stream(api, run_id, "a")
+    await create_stream(api, run_id, "fast", mode="best_effort")
+    url = f"/runs/{run_id}/subscribe"
+
+    async def publish() -> None:
+        for stream_id in ("a", "fast"):
+            response = await api.post(f"/runs/{run_id}/streams/{stream_id}/live",
+                                      json={"chunks": [f"{stream_id}-chunk"]})
+            assert response.status_code == 202, response.text
+        await append(api, run_id, "a", ["stored"])
+
+    events = await read_events(api, url, params={"live": "true"}, on_open=publish,
+                               until=lambda events: len(records(events)) >= 1 and sum(
+                                   event.event == "live" for event in events) >= 2)
+    lives = [json.loads(event.data) for event in events if event.event == "live"]
+    assert {(chunk["stream_id"], chunk["data"]) for chunk in lives} == {
+        ("a", "a-chunk"), ("fast", "fast-chunk")}
+    assert all(event.id == "" for event in events if event.event == "live")
+
+    async def publish_again() -> None:
+        for stream_id in ("a", "fast"):
+            await api.post(f"/runs/{run_id}/streams/{stream_id}/live",
+                           json={"chunks": ["unseen"]})
+        await append(api, run_id, "a", ["stored again"])
+
+    quiet = await read_events(api, url, params={"after": "a=1"}, on_open=publish_again,
+                              until=count(1))
+    # Without live=true, a stored stream's chunks never come (a best-effort stream's may:
+    # it has nothing else), and its chunk was published before its record.
+    assert "a" not in [json.loads(e.data)["stream_id"] for e in quiet if e.event == "live"]
+    assert records(quiet) == [("a", 2)]
