@@ -363,10 +363,10 @@ async def test_more_streams_than_a_cursor_may_name_are_refused_or_end_the_follow
 
 
 def test_model_every_record_once_in_order_per_stream_across_random_disconnects() -> None:
-    """Against the model of per-stream follows: whatever the appends, later streams and
-    disconnects (each resumed from the last record frame's cursor, as `Last-Event-ID`
-    does), each readable stream's records arrive once each, in order; an unreadable
-    stream's never do."""
+    """Against the model of per-stream follows: whatever the appends, closes, later streams
+    and disconnects (each resumed from the last record frame's cursor, as `Last-Event-ID`
+    does), each readable stream's records arrive once each, in order, and a closed one
+    ends after its last; an unreadable stream's never do."""
     run_model_property()
 
 
@@ -375,6 +375,7 @@ steps = st.lists(st.one_of(
     st.tuples(st.just("create"), st.booleans(), st.just(0)),
     st.tuples(st.just("read"), st.integers(1, 9), st.just(0)),
     st.tuples(st.just("reconnect"), st.just(0), st.just(0)),
+    st.tuples(st.just("close"), st.integers(0, 5), st.just(0)),
 ), max_size=25)
 
 
@@ -389,7 +390,9 @@ async def model_scenario(program: list[tuple[str, int | bool, int]]) -> None:
     streams: list[str] = []
     appended: dict[str, int] = {}
     readable: set[str] = set()
+    closed: set[str] = set()
     delivered: dict[str, list[int]] = {}
+    ended: dict[str, int] = {}
 
     async def create(secret: bool) -> None:
         stream_id = f"s{len(streams)}"
@@ -409,18 +412,33 @@ async def model_scenario(program: list[tuple[str, int | bool, int]]) -> None:
 
     async def read(count: int) -> None:
         nonlocal cursor
-        for _ in range(min(count, outstanding())):
+        taken, wanted = 0, min(count, outstanding())
+        while taken < wanted:
             frame = await next_frame(frames)
-            assert isinstance(frame, StreamFrame) and isinstance(frame.frame, RecordFrame)
+            assert isinstance(frame, StreamFrame), frame
+            if isinstance(frame.frame, EndFrame):
+                assert frame.stream_id in closed
+                assert frame.frame.last_sequence == appended[frame.stream_id]
+                ended[frame.stream_id] = frame.frame.last_sequence
+                continue
+            assert isinstance(frame.frame, RecordFrame), frame
+            assert frame.stream_id not in ended
             delivered.setdefault(frame.stream_id, []).append(frame.frame.record.sequence)
             cursor = frame.cursor.text()
+            taken += 1
 
     try:
         for op, first, second in program:
             if op == "append":
                 stream_id = streams[int(first) % len(streams)]
+                if stream_id in closed:
+                    continue
                 await append_numbers(sim, 1, second, stream_id)
                 appended[stream_id] += second
+            elif op == "close":
+                stream_id = streams[int(first) % len(streams)]
+                await sim.service.lifecycle.close(ALICE, RUN, stream_id)
+                closed.add(stream_id)
             elif op == "create":
                 await create(bool(first))
             elif op == "read":
@@ -428,9 +446,19 @@ async def model_scenario(program: list[tuple[str, int | bool, int]]) -> None:
             else:
                 await frames.aclose()  # type: ignore[attr-defined]
                 await follow.close()
+                ended.clear()  # a resumed run follow sends a closed stream's end again
                 follow = await open_run(sim, BOB, cursor)
                 frames = follow.frames()
         await read(outstanding())
+        for stream_id in streams:
+            if stream_id not in closed:
+                await sim.service.lifecycle.close(ALICE, RUN, stream_id)
+                closed.add(stream_id)
+        while set(ended) != readable:  # nothing more but each readable stream's end
+            frame = await next_frame(frames)
+            assert isinstance(frame, StreamFrame) and isinstance(frame.frame, EndFrame), frame
+            assert frame.frame.last_sequence == appended[frame.stream_id]
+            ended[frame.stream_id] = frame.frame.last_sequence
     finally:
         await follow.close()
     assert delivered == {s: list(range(1, appended[s] + 1)) for s in readable
