@@ -24,7 +24,8 @@ def mypy(*targets: Path) -> tuple[int, str]:
 
 
 def test_the_examples_and_the_sdk_pass_strict_mypy_and_the_mistakes_do_not() -> None:
-    status, output = mypy(HERE / "follower.py", HERE / "producer.py", HERE / "wrong.py")
+    status, output = mypy(HERE / "follower.py", HERE / "producer.py", HERE / "run_follower.py",
+                          HERE / "wrong.py")
     errors = [line for line in output.splitlines() if ": error:" in line]
     assert status == 1, output
     assert {Path(line.split(":")[0]).name for line in errors} == {"wrong.py"}, output
