@@ -174,7 +174,9 @@ class RunFollow:
                     raise got
                 async for frame in self._serve(part, got):
                     yield frame
-            elif loop.time() >= tick_at and loop.time() < self._ends_at:
+            # The tick keeps its own deadline, frames or none: a backlog must not postpone
+            # the listing that lets new streams join.
+            if loop.time() >= tick_at and loop.time() < self._ends_at:
                 tick_at = loop.time() + self._node.keepalive_seconds
                 yield KeepaliveFrame()
                 await self._refresh()
