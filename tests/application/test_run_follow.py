@@ -4,15 +4,21 @@ streams joining, unreadable streams absent, per-stream ends and the run's end (A
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import replace
+from datetime import timedelta
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from adapters.memory.clock import FakeClock
+from adapters.memory.revoked_tokens import MemoryRevokedTokens
 from application.follow_loop import EndFrame, KeepaliveFrame, LiveFrame, RecordFrame, ResyncFrame
 from application.node import NodeSettings
+from application.ports.access import Revocation
 from application.ports.errors import NodeDraining
 from application.ports.waking import LiveDraft
+from application.revocations import RevocationList
 from application.run_follow import FRAMES_AHEAD, RunEndFrame, RunFollow, RunFrame, StreamFrame
 from domain.errors import (
     FutureCursor,
@@ -463,4 +469,31 @@ async def model_scenario(program: list[tuple[str, int | bool, int]]) -> None:
         await follow.close()
     assert delivered == {s: list(range(1, appended[s] + 1)) for s in readable
                          if appended[s]}
+    assert sim.service.follower.slots.held == 0
+
+
+async def test_revoking_the_token_ends_the_run_follow_at_once_with_its_cursor() -> None:
+    sim, clock = simulation(node=NodeSettings(keepalive_seconds=3600)), FakeClock()
+    storage, revocations = MemoryRevokedTokens(), RevocationList()
+    sim.service.follower.watch_revocations(revocations)
+    await make_stream(sim, "a")
+    await append_numbers(sim, 1, 2, "a")
+    holder = replace(ALICE, token_id="api-1")
+    async with revocations.kept_fresh(storage, clock, refresh_seconds=3600):
+        follow = await open_run(sim, holder)
+        spared = await open_run(sim, replace(ALICE, token_id="api-2"))
+        frames = follow.frames()
+        try:
+            assert await take(frames, 2) == [("a", 1), ("a", 2)]
+            waiting = asyncio.ensure_future(next_frame(frames))
+            await asyncio.sleep(0.05)  # the run follow waits (its tick is an hour away)
+            await storage.revoke(Revocation("api-1", "t1", clock.now() + timedelta(hours=1)),
+                                 clock.now())
+            assert await asyncio.wait_for(waiting, FRAME_TIMEOUT) == RunEndFrame(
+                "token_revoked", RunCursor.parse("a=2"))
+            assert [frame async for frame in frames] == []
+            assert await take(spared.frames(), 2) == [("a", 1), ("a", 2)]
+        finally:
+            await follow.close()
+            await spared.close()
     assert sim.service.follower.slots.held == 0
