@@ -184,3 +184,27 @@ async def test_live_chunks_come_with_live_true_only_and_name_their_stream(
     # it has nothing else), and its chunk was published before its record.
     assert "a" not in [json.loads(e.data)["stream_id"] for e in quiet if e.event == "live"]
     assert records(quiet) == [("a", 2)]
+
+
+async def test_a_run_wider_than_a_cursor_is_refused_unless_narrowed(
+        api: httpx.AsyncClient, run_id: str) -> None:
+    for index in range(65):
+        await create_stream(api, run_id, f"s{index:02d}")
+    url = f"/runs/{run_id}/subscribe"
+    body = assert_problem(await api.get(url), 400, "too_many_streams_to_follow")
+    assert body["limit"] == 64
+    await append(api, run_id, "s07", ["x"])
+    narrowed = await read_events(api, url, params={"streams": "s07,s08"}, until=count(1))
+    assert records(narrowed) == [("s07", 1)]
+
+
+async def test_a_subscribe_token_of_one_stream_opens_no_run_subscription(
+        api: httpx.AsyncClient, run_id: str) -> None:
+    await create_stream(api, run_id, "a")
+    minted = await api.post(f"/runs/{run_id}/streams/a/subscribe-token", json={})
+    assert minted.status_code == 201, minted.text
+    anonymous = httpx.AsyncClient(base_url=api.base_url, timeout=30)
+    async with anonymous:
+        refused = await anonymous.get(f"/runs/{run_id}/subscribe",
+                                      params={"access_token": minted.json()["token"]})
+    assert_problem(refused, 401, "unauthenticated")
