@@ -31,7 +31,7 @@ class DirectFrames:
 
     def send_records(self, key: StreamKey, records: Sequence[StoredRecord]) -> None:
         last, last_key, data = DirectFrames._last
-        if records is not last or key != last_key:
+        if records is not last or (key is not last_key and key != last_key):
             data = b"".join(self._memo.record_frame(key, record) for record in records)
             DirectFrames._last = (records, key, data)
         self._slot.write(data)
