@@ -72,6 +72,43 @@ async def test_a_direct_write_is_the_chunk_uvicorns_send_writes() -> None:
     assert bytes(direct.written) == bytes(sent.written)
 
 
+async def test_direct_writes_of_one_loop_turn_go_out_as_one_chunk_before_the_tasks() -> None:
+    transport = Transport()
+    later = b"event: live\r\ndata: {}\r\n\r\n"
+
+    async def app(_scope: Scope, send: Send, slot: BodySlot) -> None:
+        await send(START)  # type: ignore[arg-type]
+        head = len(transport.written)
+        slot.write(FRAME)
+        slot.write(FRAME)
+        assert len(transport.written) == head  # not yet: when the loop turns
+        await asyncio.sleep(0)
+        assert bytes(transport.written[head:]) == b"%x\r\n%s\r\n" % (2 * len(FRAME),
+                                                                    FRAME + FRAME)
+        slot.write(FRAME)
+        await send({"type": "http.response.body", "body": later, "more_body": True})
+        assert bytes(transport.written[head:]).endswith(
+            b"%x\r\n%s\r\n%x\r\n%s\r\n" % (len(FRAME), FRAME, len(later), later))
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    await served(cycle(transport), app)
+    assert transport.written.endswith(b"0\r\n\r\n")
+
+
+async def test_a_direct_write_left_when_the_response_ends_is_dropped() -> None:
+    transport = Transport()
+    server = cycle(transport)
+
+    async def app(_scope: Scope, send: Send, slot: BodySlot) -> None:
+        await send(START)  # type: ignore[arg-type]
+        slot.write(FRAME)
+        server.disconnected = True
+
+    await served(server, app)
+    await asyncio.sleep(0)
+    assert FRAME not in transport.written
+
+
 async def test_no_direct_write_while_the_body_holds_bytes_or_the_connection_pushes_back() -> None:
     transport = Transport()
     server = cycle(transport)

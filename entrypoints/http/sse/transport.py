@@ -25,9 +25,10 @@ it touches `text/event-stream` responses only.
   state (`body_slot`), through which a caught-up reader's frames are written straight
   to the connection from a publisher's call, without the reader's task. Only when the
   server is uvicorn's httptools protocol, the write would not wait (not write-paused,
-  not closing), and the body has nothing buffered or in flight: then the bytes are
-  framed exactly as that server's `send` frames a body chunk (`<size hex>` CRLF, the
-  bytes, CRLF) and handed to its transport, ahead of anything the task sends later.
+  not closing), and the body has nothing buffered or in flight. What one loop iteration
+  hands over goes out as one chunk when the loop turns, for all readers in one pass
+  (`_DirectBatch`), framed exactly as that server's `send` frames a body chunk (`<size
+  hex>` CRLF, the bytes, CRLF); anything the task sends after it waits for it.
 """
 
 from __future__ import annotations
@@ -81,8 +82,12 @@ def body_slot(scope: Scope) -> BodySlot | None:
 class _CoalescingBody:
     """The body side of one event-stream response."""
 
-    def __init__(self, send: Send, stall_seconds: float, on_stall: Callable[[], None]) -> None:
+    def __init__(self, send: Send, stall_seconds: float, on_stall: Callable[[], None],
+                 batch: _DirectBatch | None = None) -> None:
         self._send = send
+        self._batch = batch
+        self._direct: list[bytes] = []
+        """Bytes written directly in this loop iteration, not yet on the transport."""
         self._stall_seconds = stall_seconds
         self._on_stall = on_stall
         self._buffer = bytearray()
@@ -94,14 +99,24 @@ class _CoalescingBody:
         self.stalled = False
 
     def takes_at_once(self) -> bool:
-        return (self._chunks is not None and not self._buffer and not self.stalled
-                and (self._flushing is None or self._flushing.done()) and self._chunks.ready())
+        return (self._chunks is not None and self._batch is not None and not self._buffer
+                and not self.stalled and (self._flushing is None or self._flushing.done())
+                and self._chunks.ready())
 
     def write_at_once(self, data: bytes) -> None:
-        assert self._chunks is not None
-        self._chunks.write(data)
+        assert self._batch is not None
+        if not self._direct:
+            self._batch.add(self)
+        self._direct.append(data)
+
+    def flush_direct(self) -> None:
+        """Put what was written directly on the transport, unless the response is over."""
+        direct, self._direct = self._direct, []
+        if direct and self._chunks is not None and self._chunks.open():
+            self._chunks.write(direct[0] if len(direct) == 1 else b"".join(direct))
 
     async def send(self, message: Message) -> None:
+        self.flush_direct()
         await self._settle()
         body: bytes = message.get("body", b"")  # type: ignore[assignment]
         if not message.get("more_body", False):
@@ -151,6 +166,7 @@ class _CoalescingBody:
 
     async def finish(self) -> None:
         """End of the request: nothing may outlive it."""
+        self._direct = []
         if self._flushing is not None and not self._flushing.done():
             self._flushing.cancel()
         if self._flushing is not None:
@@ -163,7 +179,7 @@ class EventStreamTransport:
         self.app = app
         self.stall_seconds = stall_seconds
         self.on_stall = on_stall or (lambda: None)
-        self.direct_writes = direct_writes
+        self._batch = _DirectBatch() if direct_writes else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != ScopeType.HTTP:
@@ -171,13 +187,13 @@ class EventStreamTransport:
             return
         body: _CoalescingBody | None = None
         slot = BodySlot()
-        if self.direct_writes:
+        if self._batch is not None:
             scope.setdefault("state", {})[_BODY_SLOT] = slot
 
         async def wrapped_send(message: Message) -> None:
             nonlocal body
             if message["type"] == "http.response.start" and _is_event_stream(message):
-                body = _CoalescingBody(send, self.stall_seconds, self.on_stall)
+                body = _CoalescingBody(send, self.stall_seconds, self.on_stall, self._batch)
                 slot.bind(body)
             if body is not None and message["type"] == "http.response.body":
                 await body.send(message)
@@ -237,12 +253,16 @@ class _ChunkedWrites:
         cycle = getattr(send, "__self__", None)
         return cls(cycle) if isinstance(cycle, RequestResponseCycle) else None
 
-    def ready(self) -> bool:
+    def open(self) -> bool:
+        """Whether the response is under way in chunks, its connection open."""
         cycle = self._cycle
         return (cycle.response_started and not cycle.response_complete
                 and not cycle.disconnected and cycle.chunked_encoding is True
-                and cycle.scope["method"] != "HEAD" and not cycle.flow.write_paused
-                and not cycle.transport.is_closing())
+                and cycle.scope["method"] != "HEAD" and not cycle.transport.is_closing())
+
+    def ready(self) -> bool:
+        """`open`, and a write goes out without waiting."""
+        return not self._cycle.flow.write_paused and self.open()
 
     def write(self, data: bytes) -> None:
         last, chunk = _ChunkedWrites._last
@@ -250,3 +270,21 @@ class _ChunkedWrites:
             chunk = b"%x\r\n%s\r\n" % (len(data), data)
             _ChunkedWrites._last = (data, chunk)
         self._cycle.transport.write(chunk)
+
+
+class _DirectBatch:
+    """The bodies written to directly in this loop iteration, flushed in one pass when the
+    loop turns: a reader gets one chunk per iteration however many wakes it took."""
+
+    def __init__(self) -> None:
+        self._bodies: list[_CoalescingBody] = []
+
+    def add(self, body: _CoalescingBody) -> None:
+        if not self._bodies:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._bodies.append(body)
+
+    def _flush(self) -> None:
+        bodies, self._bodies = self._bodies, []
+        for body in bodies:
+            body.flush_direct()
