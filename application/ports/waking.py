@@ -91,8 +91,8 @@ class DirectSink(Protocol):
     """A reader's connection, written to straight from a publisher's call (ADR 0079)."""
 
     def ready(self) -> bool:
-        """Whether what is written now reaches the reader whole, at once and ahead of
-        anything the reader's own task sends later: nothing of its own is buffered or in
+        """Whether what is written now reaches the reader whole, without waiting, and ahead
+        of anything the reader's own task sends later: nothing of its own is buffered or in
         flight, and the connection neither pushes back nor closes."""
         ...
 

@@ -60,7 +60,8 @@ class BodySlot:
         self._body: _CoalescingBody | None = None
 
     def ready(self) -> bool:
-        """Whether `write` now goes out whole, at once, ahead of what the task sends later."""
+        """Whether `write` now goes out whole, without waiting, when the loop turns (or before
+        anything the task sends later, if that comes first)."""
         body = self._body
         return body is not None and body.takes_at_once()
 
