@@ -8,13 +8,16 @@ through this hub, each reader with its own bounded queue.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from application.ports.records import StoredRecord
 from application.ports.waking import LiveChunk, Wake
 from domain.identifiers import StreamKey
+
+log = logging.getLogger(__name__)
 
 WAKE_QUEUE_LIMIT = 64
 LIVE_QUEUE_LIMIT = 256
@@ -31,7 +34,9 @@ class Subscription:
       closed never overtakes a chunk pushed before it (ADR 0056);
     - the collapsed wake takes the place of the newest wake it folds in, since it may
       say closed;
-    - each kind has its own bound (`WAKE_QUEUE_LIMIT` wakes, `LIVE_QUEUE_LIMIT` chunks).
+    - each kind has its own bound (`WAKE_QUEUE_LIMIT` wakes, `LIVE_QUEUE_LIMIT` chunks);
+    - a wake pushed while nothing is queued goes first to the `offer` taker, if any, in
+      the pusher's call; one it takes is not queued, one it fails on is (ADR 0079).
     """
 
     def __init__(self, key: StreamKey, live: bool) -> None:
@@ -44,13 +49,27 @@ class Subscription:
         self._signal = asyncio.Event()
         self._deadline: asyncio.TimerHandle | None = None
         self._deadline_at = 0.0
+        self._taker: Callable[[Wake], bool] | None = None
+
+    def offer(self, taker: Callable[[Wake], bool] | None) -> None:
+        self._taker = taker
 
     def push_wake(self, wake: Wake) -> None:
+        if self._taker is not None and not self._signals and self._taken(self._taker, wake):
+            return
         if self._wakes >= WAKE_QUEUE_LIMIT:
             wake = self._collapse(wake)
         self._signals.append(wake)
         self._wakes += 1
         self._signal.set()
+
+    @staticmethod
+    def _taken(taker: Callable[[Wake], bool], wake: Wake) -> bool:
+        try:
+            return taker(wake)
+        except Exception:  # one reader's failure must not stop the fan-out
+            log.exception("a direct wake taker failed; the wake is queued")
+            return False
 
     def _collapse(self, wake: Wake) -> Wake:
         queued = [signal for signal in self._signals if type(signal) is Wake]

@@ -18,6 +18,11 @@
    after them, and the reader resumes from `last_sequence` losing nothing (ADR 0023,
    0029, 0060).
 
+Served directly (`serve_directly`, ADR 0079): a wake that finds the follow caught up and
+waiting, carries its records right after the cursor and does not close, is served from the
+publisher's call, straight to the reader's ready `DirectSink`, by the same rules as step 3;
+any other wake goes to the follow's task as above.
+
 The transport only turns frames into bytes; everything that decides what a
 reader sees lives here, and is tested with the in-memory bus. A follow is opened by
 `Follower` (`follower.py`), which checks access and the cursor first.
@@ -33,7 +38,13 @@ from typing import Literal
 
 from application.node import NodeSettings
 from application.ports.records import RecordPage, RecordReader, StoredRecord
-from application.ports.waking import GapEvidence, LiveChunk, Wake, WakeSubscription
+from application.ports.waking import (
+    DirectSink,
+    GapEvidence,
+    LiveChunk,
+    Wake,
+    WakeSubscription,
+)
 from domain.identifiers import StreamKey
 
 
@@ -106,6 +117,9 @@ class OpenFollow:
         self._end_reason: EndReason = "token_expired"
         self._ended = False
         self._on_close = on_close
+        self._sink: DirectSink | None = None
+        self._waiting = False
+        """Whether the task waits on the subscription, with nothing of its own pending."""
 
     @property
     def holds_wake_registration(self) -> bool:
@@ -116,7 +130,35 @@ class OpenFollow:
             self._on_close(self)
             self._on_close = None
         self._wakes = None
+        self._sink = None
         await self._stack.aclose()
+
+    def serve_directly(self, sink: DirectSink) -> None:
+        """From now on, wakes this follow can serve as it waits caught up go straight to
+        `sink` from the publisher's call, without a turn of the follow's task."""
+        self._sink = sink
+        if self._wakes is not None:
+            self._wakes.offer(self._take_wake)
+
+    def _take_wake(self, wake: Wake) -> bool:
+        """Serve `wake` now, as `_on_wake` would, or leave it (False) to the task: taken only
+        while the task waits with nothing pending, the follow not past its end, the wake
+        carrying its records with none missing after the cursor and not closing, and the
+        sink ready. Duplicates are dropped; the cursor moves as the frames are written."""
+        sink, records = self._sink, wake.records
+        if (sink is None or not self._waiting or records is None or wake.closed
+                or self._page is not None or self._past_end() or not sink.ready()):
+            return False
+        fresh = (records if not records or records[0].sequence > self.cursor
+                 else tuple(record for record in records if record.sequence > self.cursor))
+        head = max(self._head, wake.head)
+        if fresh[0].sequence > self.cursor + 1 if fresh else head > self.cursor:
+            return False  # a gap: the task repairs it from the store
+        self._head = head
+        if fresh:
+            sink.send_records(self.key, fresh)
+            self.cursor = fresh[-1].sequence
+        return True
 
     def end(self, reason: EndReason) -> None:
         """End with `EndFrame(reason)` at the next frame, without waiting for a wake; the
@@ -194,7 +236,11 @@ class OpenFollow:
         # must not postpone it, or steady chatter would starve the backstop re-read
         # that repairs a lost wake.
         remaining = min(self._tick_at, self._ends_at) - loop.time()
-        signal = await self._wakes.next(remaining) if remaining > 0 else None
+        self._waiting = True
+        try:
+            signal = await self._wakes.next(remaining) if remaining > 0 else None
+        finally:
+            self._waiting = False
         self._quiet = signal is None and remaining > 0
         if self._past_end():
             return

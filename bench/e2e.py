@@ -16,10 +16,14 @@ Readers and the producer are minimal raw-socket HTTP/1.1 clients (no JSON parsin
 the latency timestamp), so the figures measure the server, not the client.
 
 Usage: `.venv/bin/python -m bench.e2e [--duration 10] [--rate 1000] [--readers 100]
-[--subscribers 5000] [--backfill 100000] [--only latency fanout backfill]
-[--storage memory]`; the Postgres server comes from `RUNNEL_TEST_PG_DSN` (admin DSN).
-`--storage memory` runs the same load on the in-memory backend, to tell the HTTP/SSE
-layer's share from the storage path's (the fan-out needs Postgres).
+[--cases 1000:100 200:1000] [--subscribers 5000] [--backfill 100000]
+[--only latency fanout backfill] [--storage memory] [--baseline]`; the Postgres server
+comes from `RUNNEL_TEST_PG_DSN` (admin DSN). `--storage memory` runs the same load on the
+in-memory backend, to tell the HTTP/SSE layer's share from the storage path's (the fan-out
+needs Postgres). `--cases RATE:READERS ...` runs the latency figure once per case (instead
+of `--rate`/`--readers`). `--baseline` first runs everything on a server whose caught-up
+readers are served by their own tasks (`RUNNEL_SSE_DIRECT_WRITES=false`), then on one
+that writes to them from the publisher's call (ADR 0079), back to back.
 """
 
 from __future__ import annotations
@@ -169,7 +173,6 @@ JSON parsing does not stand in the server's way."""
 
 
 async def latency(server: RunnelServer, duration: float, rate: int, subscribers: int) -> None:
-    run_id = "latency"
     samples: list[float] = []
     append_ms: list[float] = []
     warmup_until = time.perf_counter() + 1.0
@@ -178,6 +181,7 @@ async def latency(server: RunnelServer, duration: float, rate: int, subscribers:
         if received > warmup_until:
             samples.append((received - sent_at(frame)) * 1000)
 
+    run_id = f"latency-{rate}-{subscribers}"
     async with httpx.AsyncClient(base_url=server.api, headers=bearer(token()),
                                  timeout=30) as api:
         await create_stream(api, run_id, credit={"max_unread_items": 100_000,
@@ -198,6 +202,7 @@ async def latency(server: RunnelServer, duration: float, rate: int, subscribers:
             return status
 
         total = int(duration * rate)
+        cpu_before = cpu_seconds(server)
         start = time.perf_counter()
         pending: list[asyncio.Task[int]] = []
         for n in range(total):
@@ -210,6 +215,8 @@ async def latency(server: RunnelServer, duration: float, rate: int, subscribers:
         await producer.close()
         await api.post(f"/runs/{run_id}/streams/s/close")
         await asyncio.wait_for(asyncio.gather(*(reader.done.wait() for reader in readers)), 60)
+        cpu = cpu_seconds(server) - cpu_before
+        wall = time.perf_counter() - start
         complete = all(reader.last_id == total for reader in readers)
     print(f"[latency] {rate} appends/s for {duration:.0f} s, {subscribers} subscribers, "
           f"{len(samples)} deliveries to {min(TIMED_READERS, subscribers)} of them measured "
@@ -219,6 +226,9 @@ async def latency(server: RunnelServer, duration: float, rate: int, subscribers:
           f"(target <= {TARGET_P99_MS}), max {max(samples):.2f} ms")
     print(f"          append round trip alone: p50 {statistics.median(append_ms):.2f} ms, "
           f"p99 {percentile(append_ms, 0.99):.2f} ms")
+    print(f"          server CPU until every reader had every record: {cpu:.1f} s "
+          f"({cpu / wall * 100:.0f} % of one core), "
+          f"{cpu / (total * subscribers) * 1e6:.1f} µs per record per subscriber")
 
 
 async def connections(admin_dsn: str, database: str, server: RunnelServer) -> str:
@@ -420,7 +430,16 @@ def raise_open_files(needed: int) -> None:
 
 
 async def main(args: argparse.Namespace) -> None:
-    raise_open_files(args.subscribers + args.readers + 200)
+    cases = [tuple(int(part) for part in case.split(":")) for case in args.cases] or [
+        (args.rate, args.readers)]
+    raise_open_files(args.subscribers + max(readers for _, readers in cases) + 200)
+    for direct in ([False, True] if args.baseline else [True]):
+        print(f"=== direct writes {'on' if direct else 'off'} "
+              f"(RUNNEL_SSE_DIRECT_WRITES={str(direct).lower()})")
+        await run(args, cases, direct)
+
+
+async def run(args: argparse.Namespace, cases: list[tuple[int, ...]], direct: bool) -> None:
     admin_dsn = args.admin_dsn
     dsn = await create_database(prefix="runnel_bench")
     database = urlsplit(dsn).path.lstrip("/")
@@ -431,12 +450,14 @@ async def main(args: argparse.Namespace) -> None:
     caps = {"RUNNEL_MAX_CONNECTIONS": "100000", "RUNNEL_MAX_CONNECTIONS_PER_ADDRESS": "100000",
             "RUNNEL_MAX_SSE_CONNECTIONS": "100000"}
     server = RunnelServer.start({**storage, **caps,
-                                 "RUNNEL_MAX_SUBSCRIPTIONS_PER_PRINCIPAL": "100000"}, data_dir)
+                                 "RUNNEL_MAX_SUBSCRIPTIONS_PER_PRINCIPAL": "100000",
+                                 "RUNNEL_SSE_DIRECT_WRITES": str(direct).lower()}, data_dir)
     try:
         print(f"server pid {server.process.pid} on {server.url}, storage {args.storage}"
               + (f", database {database}" if args.storage == "postgres" else ""))
         if "latency" in args.only:
-            await latency(server, args.duration, args.rate, args.readers)
+            for rate, readers in cases:
+                await latency(server, args.duration, rate, readers)
         if "fanout" in args.only and args.storage == "postgres":
             await fan_out(server, admin_dsn, database, args.subscribers, args.fanout_records)
         if "backfill" in args.only:
@@ -456,6 +477,10 @@ if __name__ == "__main__":
                         help="subscribers during the latency run")
     parser.add_argument("--subscribers", type=int, default=5000,
                         help="subscribers during the fan-out run")
+    parser.add_argument("--cases", nargs="*", default=[], metavar="RATE:READERS",
+                        help="latency runs, each at RATE appends/s with READERS subscribers")
+    parser.add_argument("--baseline", action="store_true",
+                        help="run first with direct writes off, then on (ADR 0079)")
     parser.add_argument("--fanout-records", type=int, default=10)
     parser.add_argument("--backfill", type=int, default=100_000)
     parser.add_argument("--only", nargs="+", default=["latency", "fanout", "backfill"],

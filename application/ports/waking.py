@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -77,6 +77,27 @@ class WakeSubscription(Protocol):
 
     def interrupt(self) -> None:
         """Make a pending (or the next) `next()` return at once, as if it timed out."""
+        ...
+
+    def offer(self, taker: Callable[[Wake], bool] | None) -> None:
+        """From now on (None: no longer), a wake pushed while nothing is queued is first
+        handed to `taker`, synchronously, from the publisher's own call; a wake it takes
+        (returns True) is not queued. Anything queued goes first: a wake is offered only
+        when the queue is empty, so the order of wakes and chunks holds (ADR 0079)."""
+        ...
+
+
+class DirectSink(Protocol):
+    """A reader's connection, written to straight from a publisher's call (ADR 0079)."""
+
+    def ready(self) -> bool:
+        """Whether what is written now reaches the reader whole, without waiting, and ahead
+        of anything the reader's own task sends later: nothing of its own is buffered or in
+        flight, and the connection neither pushes back nor closes."""
+        ...
+
+    def send_records(self, key: StreamKey, records: Sequence[StoredRecord]) -> None:
+        """Write these records' frames, in order; only called when `ready()`."""
         ...
 
 

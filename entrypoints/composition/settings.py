@@ -103,6 +103,9 @@ class Settings(BaseSettings):
     sweep_seconds: float = Field(5.0, gt=0)
     sse_stall_seconds: float = Field(60.0, gt=0)
     """A subscriber taking no frame for this long is disconnected (it resumes losing nothing)."""
+    sse_direct_writes: bool = True
+    """A caught-up subscriber's frames are written to its connection from the publisher's
+    call, without a turn of its own task (ADR 0079); off: every frame goes through it."""
     durable_streams_anonymous_tenant: str | None = Field(None, pattern=r"^[A-Za-z0-9._:-]{1,128}$")
     """For a conformance run only: requests without a token on the Durable Streams facade
     (`/v1/stream/…`, ADR 0041) act in this tenant. Off by default; `runnel serve` warns

@@ -135,4 +135,5 @@ def create_asgi_app(settings: Settings, connections: ConnectionBudget | None = N
                      RequestRules(settings.max_header_bytes, metrics),
                      CrossOrigin(settings.cors_origins, settings.cors_max_age_seconds))
     return EventStreamTransport(traced(app), settings.sse_stall_seconds,
-                                on_stall=metrics.stalled.inc)
+                                on_stall=metrics.stalled.inc,
+                                direct_writes=settings.sse_direct_writes)

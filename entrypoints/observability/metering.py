@@ -118,6 +118,19 @@ class _CountingSubscription:
     def interrupt(self) -> None:
         self._inner.interrupt()
 
+    def offer(self, taker: Callable[[Wake], bool] | None) -> None:
+        if taker is None:
+            self._inner.offer(None)
+            return
+
+        def counted(wake: Wake) -> bool:
+            taken = taker(wake)
+            if taken:
+                self._metrics.wakes.inc()
+            return taken
+
+        self._inner.offer(counted)
+
 
 class CountingWakeBus:
     """Counts wakes as local readers receive them."""

@@ -4,6 +4,8 @@ live chunks numbered, to live subscribers only, in one order with the closing wa
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from application.ports.waking import LiveChunk, LiveDraft, Wake, WakeSubscription
@@ -21,6 +23,15 @@ from tests.contracts.storage_support import (
 )
 
 
+async def eventually_offered(offered: list[Wake], count: int) -> None:
+    """The Postgres bus may deliver through its listener: wait (bounded) for the offer."""
+    for _ in range(int(WAKE_TIMEOUT / 0.01)):
+        if len(offered) >= count:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{len(offered)} wakes offered, expected {count}")
+
+
 class WakeBusContract:
     async def test_a_commit_wakes_subscribers_after_the_commit_with_small_records(
             self, harness: StorageHarness) -> None:
@@ -36,6 +47,37 @@ class WakeBusContract:
         assert (wake.stream, wake.head, wake.closed) == (key, 2, False)
         assert wake.records is not None
         assert [(r.sequence, r.payload) for r in wake.records] == [(1, {"n": 1}), (2, {"n": 2})]
+
+    async def test_an_offered_wake_reaches_the_taker_and_only_a_declined_one_is_queued(
+            self, harness: StorageHarness) -> None:
+        """ADR 0079: committed wakes are offered, in the publisher's call, while nothing is
+        queued; a wake the taker takes is not queued, one it declines is."""
+        key = await created(harness)
+        offered: list[Wake] = []
+        take = True
+
+        def taker(wake: Wake) -> bool:
+            offered.append(wake)
+            return take
+
+        async with harness.bus.subscribe(key) as subscription:
+            subscription.offer(taker)
+            await append(harness, key, [{"payload": 1}])
+            await eventually_offered(offered, 1)
+            assert [wake.head for wake in offered] == [1]
+            assert await subscription.next(QUIET) is None  # taken: nothing queued
+            take = False
+            await append(harness, key, [{"payload": 2}])
+            await eventually_offered(offered, 2)
+            take = True
+            await append(harness, key, [{"payload": 3}])  # queued behind the declined one
+            assert (await next_wake(subscription)).head == 2
+            assert (await next_wake(subscription)).head == 3
+            assert len(offered) == 2
+            subscription.offer(None)
+            await append(harness, key, [{"payload": 4}])
+            assert (await next_wake(subscription)).head == 4
+            assert len(offered) == 2
 
     async def test_a_batch_of_6000_bytes_or_more_wakes_without_records(
             self, harness: StorageHarness) -> None:

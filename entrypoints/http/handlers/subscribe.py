@@ -18,6 +18,7 @@ from entrypoints.http.sse.subscription import (
     encoded_frames,
     event_stream,
     register_release,
+    serve_directly,
 )
 
 
@@ -51,4 +52,5 @@ async def subscribe(
                                                 expires_in)
     lease = ReaderLease(follow, caller.metrics)
     register_release(request.scope, lease.release)
+    serve_directly(follow, request.scope)
     return event_stream(encoded_frames(follow, lease.release))

@@ -15,7 +15,8 @@
   `Last-Event-ID` on any node, as after any cut connection.
 
 Frames are pulled from the follow only when the transport took the previous
-one, so a slow reader costs one frame plus the socket buffers, never a queue. Their
+one, so a slow reader costs one frame plus the socket buffers, never a queue; a caught-up
+reader's frames may instead be written from the publisher's call (`serve_directly`). Their
 bytes are made in `sse_frames`, a record's once for all the readers of this process.
 """
 
@@ -30,7 +31,9 @@ from litestar.types import ASGIApp, Receive, Scope, Send
 
 from application.follow_loop import OpenFollow
 from application.ports.errors import StoreUnavailable
+from entrypoints.http.sse.direct import DirectFrames
 from entrypoints.http.sse.frames import FrameMemo, encode_frame
+from entrypoints.http.sse.transport import body_slot
 from entrypoints.observability.metrics import Metrics
 
 YIELD_EVERY_FRAMES = 32
@@ -47,6 +50,14 @@ log = logging.getLogger("runnel.http")
 _RELEASES = "runnel.sse.releases"
 
 Release = Callable[[], Awaitable[None]]
+
+
+def serve_directly(follow: OpenFollow, scope: Scope, memo: FrameMemo = FRAMES) -> None:
+    """Let the follow write its caught-up frames straight to this request's connection,
+    when the transport offers it (ADR 0079)."""
+    slot = body_slot(scope)
+    if slot is not None:
+        follow.serve_directly(DirectFrames(slot, memo))
 
 
 def event_stream(frames: AsyncIterator[bytes]) -> Stream:
