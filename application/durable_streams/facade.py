@@ -21,7 +21,6 @@ Rules:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import uuid
 from collections.abc import Mapping, Sequence
@@ -32,7 +31,7 @@ from application.appending import AppendResult
 from application.durable_streams.definition import facade_definition
 from application.durable_streams.forks import FACADE_STREAM, copy_prefix, resolve_point
 from application.durable_streams.stream_config import StreamConfig, StreamStatus, matching
-from application.follow_loop import KeepaliveFrame
+from application.follow_loop import OpenFollow
 from application.keyed_locks import KeyedLocks
 from application.ports.clock import Clock
 from application.ports.durable_streams import (
@@ -169,22 +168,12 @@ class DurableStreams:
         return (await self._service.reading.read(principal, entry.run_id, FACADE_STREAM,
                                                  after, limit)).page
 
-    async def wait_beyond(self, principal: Principal, entry: FacadeEntry, after: int,
-                          timeout: float) -> bool:
-        """Wait (at most `timeout` s) for a record above `after` or the close: whether one
-        came. Uses the Runnel follow (its wake registration)."""
-        follow = await self._service.follower.open(principal, entry.run_id, FACADE_STREAM,
-                                                   after)
-        try:
-            async with asyncio.timeout(timeout):
-                async for frame in follow.frames():
-                    if not isinstance(frame, KeepaliveFrame):
-                        return True
-        except TimeoutError:
-            return False
-        finally:
-            await follow.close()
-        return True
+    async def follow(self, principal: Principal, entry: FacadeEntry, after: int,
+                     expires_in: float | None = None) -> OpenFollow:
+        """The Runnel follow of the stream from `after` (its access checks, a subscription
+        slot, a wake registration; ends when the credential is revoked or expires)."""
+        return await self._service.follower.open(principal, entry.run_id, FACADE_STREAM,
+                                                 after, expires_in=expires_in)
 
     async def append(self, principal: Principal, entry: FacadeEntry,
                      records: Sequence[dict[str, Any]], close: bool,

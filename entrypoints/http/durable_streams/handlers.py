@@ -30,6 +30,7 @@ from entrypoints.http.durable_streams import wire
 from entrypoints.http.durable_streams.reads import ReadPlan, read_answer
 from entrypoints.http.durable_streams.sse import sse_frames
 from entrypoints.http.inputs import check_record_depth
+from entrypoints.http.sse.subscription import register_release
 
 NO_STORE = "no-store"
 PREFIX = "/v1/stream"
@@ -180,15 +181,26 @@ class Facade:
         plan = ReadPlan(self.streams, self.clock, self.long_poll_seconds, self.still_valid,
                         principal, entry, offset, query.get("cursor"))
         if live == "sse":
-            return await self._sse(plan)
+            return await self._sse(request, plan)
         return await read_answer(plan, live == "long-poll", request.headers.get("if-none-match"))
 
-    async def _sse(self, plan: ReadPlan) -> Response[Any]:
-        start = await plan.start()
+    async def _sse(self, request: Request[Any, Any, Any], plan: ReadPlan) -> Response[Any]:
+        follow = await plan.follow(await plan.start())
+        released = False
+
+        async def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                await follow.close()
+
+        # However the request ends (the client may leave before the first frame), the
+        # follow and its slot are given back (`release_on_exit` on the facade's route).
+        register_release(request.scope, release)
         headers = {"cache-control": "no-cache", "content-type": "text/event-stream"}
         if not wire.is_text(plan.entry.content_type):
             headers["stream-sse-data-encoding"] = "base64"
-        return Stream(sse_frames(plan, start), status_code=200, headers=headers,
+        return Stream(sse_frames(plan, follow, release), status_code=200, headers=headers,
                       media_type="text/event-stream")
 
     def _meta(self, entry: FacadeEntry, head: int, closed: bool) -> dict[str, str]:
