@@ -29,7 +29,7 @@ from typing import Any
 
 from application.appending import AppendResult
 from application.durable_streams.definition import facade_definition
-from application.durable_streams.forks import FACADE_STREAM, copy_prefix, resolve_point
+from application.durable_streams.forks import FACADE_STREAM, fork_into
 from application.durable_streams.stream_config import StreamConfig, StreamStatus, matching
 from application.follow_loop import OpenFollow
 from application.keyed_locks import KeyedLocks
@@ -76,12 +76,30 @@ class DurableStreams:
             raise NotFound("stream not found")
         return entry
 
-    async def find_for_writing(self, principal: Principal, path: str) -> FacadeEntry:
-        """The entry, if the principal is among the stream's writers (403 if not)."""
+    async def find_for_writing(self, principal: Principal,
+                               path: str) -> tuple[FacadeEntry, StreamStatus]:
+        """The entry and its stream's status, if the principal is among the stream's
+        writers (403 if not)."""
         principal.require_scope(Scope.WRITE)
         entry = await self.find(principal, path)
-        await self._service.definitions.get_for_writing(principal, entry.run_id, FACADE_STREAM)
+        stream = await self._service.definitions.get_for_writing(principal, entry.run_id,
+                                                                 FACADE_STREAM)
+        return entry, StreamStatus(stream.head, stream.closed)
+
+    async def find_writable(self, principal: Principal, path: str) -> FacadeEntry:
+        """As `find_for_writing`, on the stream's pins alone (they never change): no read
+        of its state, which an append learns in its own transaction."""
+        principal.require_scope(Scope.WRITE)
+        entry = await self.find(principal, path)
+        await self._service.appender.ensure_writer(principal, entry.run_id, FACADE_STREAM)
         return entry
+
+    async def append_records(self, principal: Principal, entry: FacadeEntry,
+                             records: list[dict[str, Any]]) -> AppendResult:
+        """Append records alone (StreamClosed, RunErased: nothing was stored)."""
+        result = await self._store(principal, entry, records, close=False)
+        assert result is not None
+        return result
 
     async def find_for_reading(self, principal: Principal, path: str) -> FacadeEntry:
         """The entry, if the principal may read the stream's content (403 if not)."""
@@ -100,7 +118,9 @@ class DurableStreams:
         run_id = RUN_PREFIX + uuid.uuid4().hex
         definition = facade_definition(principal, self._templates, config.definition)
         await self._service.definitions.create(principal, run_id, definition)
-        config = await self._fork(principal, config, run_id)
+        if config.forked_from is not None:
+            source = await self.fork_source(principal, config.forked_from)
+            config = await fork_into(self._service, principal, config, source, run_id)
         fresh = FacadeEntry(path, run_id, config.content_type, config.ttl_seconds,
                             config.expires_at, self._clock.now(),
                             forked_from=config.forked_from, fork_offset=config.fork_offset,
@@ -134,21 +154,6 @@ class DurableStreams:
             return None
         except StreamGone:
             raise PathInUse("the path belongs to a deleted stream that still has forks") from None
-
-    async def _fork(self, principal: Principal, config: StreamConfig,
-                    run_id: str) -> StreamConfig:
-        """Copy the source's prefix into the new run; the config as the fork gets it."""
-        if config.forked_from is None:
-            return config
-        source = await self.fork_source(principal, config.forked_from)
-        point = await resolve_point(self._service, principal, source.run_id,
-                                    config.fork_offset, config.fork_sub_offset)
-        await copy_prefix(self._service, principal, point, run_id)
-        ttl, expires_at = config.ttl_seconds, config.expires_at
-        if ttl is None and expires_at is None:
-            ttl, expires_at = source.ttl_seconds, source.expires_at
-        return replace(config, ttl_seconds=ttl, expires_at=expires_at,
-                       fork_offset=point.offset)
 
     async def touch(self, principal: Principal, entry: FacadeEntry) -> None:
         """A read or a write slides the TTL window."""

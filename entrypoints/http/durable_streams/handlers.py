@@ -3,8 +3,6 @@ the protocol's status codes and headers (ADR 0041)."""
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -21,15 +19,13 @@ from application.ports.durable_streams import (
     StreamGone,
     WriterSeqRegression,
 )
-from domain.errors import NotFound
-from domain.media_type import is_media_type
+from domain.errors import DomainError, NotFound
 from domain.principal import Principal
 from domain.producer_fencing import NewEpochNotAtZero, SequenceGap, StaleEpoch
-from domain.records import INLINE_MAX_BYTES
 from entrypoints.http.durable_streams import wire
+from entrypoints.http.durable_streams.bodies import to_records
 from entrypoints.http.durable_streams.reads import ReadPlan, read_answer
 from entrypoints.http.durable_streams.sse import sse_frames
-from entrypoints.http.inputs import check_record_depth
 from entrypoints.http.sse.subscription import register_release
 
 NO_STORE = "no-store"
@@ -94,10 +90,13 @@ class Facade:
         producer = wire.parse_producer(headers.get("producer-id"),
                                        headers.get("producer-epoch"), headers.get("producer-seq"))
         body = await request.body()
-        entry = await self.streams.find_for_writing(principal, path)
+        if body and not closing and producer is None and "stream-seq" not in headers:
+            answered = await self._plain_append(principal, path, headers, body)
+            if answered is not None:
+                return answered
+        entry, status = await self.streams.find_for_writing(principal, path)
         if not body and not closing:
             raise wire.BadRequest("an append needs a body")
-        status = await self.streams.status(principal, entry, writing=True)
         if status.closed:
             if producer is not None and entry.closed_by == producer.tuple_text:
                 return Response(None, status_code=204, headers={
@@ -150,6 +149,24 @@ class Facade:
                             headers={**answer, **producer_headers(producer.epoch, seq)})
         return Response(None, status_code=200,
                         headers={**answer, **producer_headers(producer.epoch, producer.seq)})
+
+    async def _plain_append(self, principal: Principal, path: str, headers: Any,
+                            body: bytes) -> Response[Any] | None:
+        """An append of records alone (no producer, no `Stream-Seq`, no close) that goes
+        through: 204. None for anything else (a refused body, a closed stream, ...): the
+        full path above decides that answer, in the protocol's order."""
+        entry = await self.streams.find_writable(principal, path)
+        content_type = headers.get("content-type")
+        if content_type is None or (wire.media_type(content_type)
+                                    != wire.media_type(entry.content_type)):
+            return None
+        try:
+            records = to_records(entry.content_type, body, allow_empty_array=False)
+            result = await self.streams.append_records(principal, entry, records)
+        except (wire.BadRequest, DomainError):  # nothing was stored
+            return None
+        return Response(None, status_code=204,
+                        headers={"stream-next-offset": wire.offset_of(result.head)})
 
     async def head(self, request: Request[Any, Any, Any], path: str) -> Response[Any]:
         principal = self.principal_of(request)
@@ -219,42 +236,6 @@ class Facade:
 
 def producer_headers(epoch: int, seq: int) -> dict[str, str]:
     return {"producer-epoch": str(epoch), "producer-seq": str(seq)}
-
-
-def to_records(content_type: str, body: bytes, allow_empty_array: bool) -> list[dict[str, Any]]:
-    """Runnel records of one request body, one per append where it fits inline. JSON mode
-    flattens one array level into messages and stores them as one array payload (a
-    batch too large for one record is cut between messages); any other type is bytes,
-    cut into inline-sized records. A read joins them again."""
-    if not body:
-        return []
-    if not wire.is_json(content_type):
-        # Stored with the stream's content type, so a masked stream masks JSON bytes
-        # (`+json`) and refuses the rest, as it does for a native `data` record.
-        typed = {"content_type": content_type} if is_media_type(content_type) else {}
-        return [{"data": base64.b64encode(body[start:start + INLINE_MAX_BYTES]).decode(),
-                 **typed} for start in range(0, len(body), INLINE_MAX_BYTES)]
-    try:
-        value = json.loads(body)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        raise wire.BadRequest("the body is not valid JSON") from None
-    messages = value if isinstance(value, list) else [value]
-    if not messages:
-        if not allow_empty_array:
-            raise wire.BadRequest("an empty JSON array appends nothing")
-        return []
-    batches: list[list[Any]] = [[]]
-    size = 2
-    for message in messages:
-        weight = len(json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()) + 1
-        if batches[-1] and size + weight > INLINE_MAX_BYTES:
-            batches.append([])
-            size = 2
-        batches[-1].append(message)
-        size += weight
-    records = [{"payload": batch} for batch in batches]
-    check_record_depth(records)  # the native rule: iterative, so no recursion limit is hit
-    return records
 
 
 def plain(status: int, message: str) -> Response[Any]:
