@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.rawhttp import exchange, load, request, send_once
+from bench.rawhttp import Figure, ServerCpu, exchange, load, measured, request, send_once
 from tests.http.server import API, RunnelServer, token
 from tests.pg import create_database, drop_database
 
@@ -221,13 +221,14 @@ async def latency(port: int, face: Face, name: str, args: argparse.Namespace) ->
                    percentile(measured, 0.99), total / answered, complete)
 
 
-async def appends(port: int, face: Face, tag: str, args: argparse.Namespace) -> float:
+async def appends(port: int, face: Face, tag: str, cpu: ServerCpu,
+                  args: argparse.Namespace) -> Figure:
     names = [f"{tag}-{n}" for n in range(args.producers)]
     for name in names:
         status, body = await send_once(port, face.create(name))
         assert status in (200, 201), (status, body)
-    return (await load(port, lambda i: face.append(names[i], 0.0, i), args.producers,
-                       args.seconds)).rate
+    return await measured(cpu, load(port, lambda i: face.append(names[i], 0.0, i),
+                                    args.producers, args.seconds))
 
 
 def _ratio(facade: float, native: float) -> str:
@@ -268,18 +269,23 @@ async def main(args: argparse.Namespace) -> None:
             print(f"    facade/native: rate {_ratio(facade.rate, native.rate)}, p99 "
                   f"{_ratio(facade.p99_ms, native.p99_ms)} (latency: lower is better)")
         if "appends" in args.only:
-            rates: dict[str, list[float]] = {face.name: [] for face in faces}
+            cpu = ServerCpu(server.process.pid)
+            runs: dict[str, list[Figure]] = {face.name: [] for face in faces}
             for round_ in range(args.rounds):
                 for face in faces:
-                    rates[face.name].append(
-                        await appends(port, face, f"app-{face.name}-{round_}", args))
+                    runs[face.name].append(
+                        await appends(port, face, f"app-{face.name}-{round_}", cpu, args))
             print(f"(b) single appends, {args.producers} connections on {args.producers} "
-                  f"streams, {args.seconds:g} s")
-            for name, values in rates.items():
-                rounds = ", ".join(f"{value:.0f}" for value in values)
-                print(f"    {name:6}  {statistics.median(values):7.0f} appends/s  [{rounds}]")
-            ratio = _ratio(statistics.median(rates["facade"]), statistics.median(rates["native"]))
-            print(f"    facade/native: {ratio}")
+                  f"streams, {args.seconds:g} s; server CPU per append")
+            rate = {name: statistics.median(f.rate for f in values) for name, values in runs.items()}
+            cost = {name: statistics.median(f.cpu_us for f in values)
+                    for name, values in runs.items()}
+            for name, values in runs.items():
+                rounds = ", ".join(f"{value.rate:.0f}" for value in values)
+                print(f"    {name:6}  {rate[name]:7.0f} appends/s  [{rounds}]   "
+                      f"{cost[name]:6.0f} us CPU per append")
+            print(f"    facade/native: rate {_ratio(rate['facade'], rate['native'])}, CPU per "
+                  f"append {_ratio(cost['facade'], cost['native'])}")
     finally:
         server.stop()
         await drop_database(dsn)

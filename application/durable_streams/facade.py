@@ -9,8 +9,7 @@ Rules:
   erases its own run and answers with the winner's;
 - a facade stream keeps the native pins (ADR 0070, `definition.py`): reads need the
   readers pin, appends, re-creates and DELETEs the writers pin;
-- a DELETE erases the run and removes the entry; a stream with forks keeps its entry,
-  `deleted`, until its last fork goes (then the removal cascades up the fork chain);
+- a DELETE erases the run and removes the entry (`deletion.py`);
 - an expired entry (TTL or Expires-At) is deleted when it is next looked at, or by the
   expiry sweep (`expiry.py`) if it never is;
 - `Stream-Seq` and producer checks are serialised per stream (per producer) in this process;
@@ -24,11 +23,12 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from application.appending import AppendResult
 from application.durable_streams.definition import facade_definition
+from application.durable_streams.deletion import RUN_PREFIX, delete_entry, erase_run, upkeep
+from application.durable_streams.entry_cache import EntryCache
 from application.durable_streams.forks import FACADE_STREAM, fork_into
 from application.durable_streams.stream_config import StreamConfig, StreamStatus, matching
 from application.follow_loop import OpenFollow
@@ -44,12 +44,9 @@ from application.ports.durable_streams import (
 )
 from application.ports.records import RecordPage
 from application.service import RunnelService
-from domain.errors import NotFound
+from domain.errors import DomainError, NotFound
 from domain.principal import Principal, Scope, ensure_reader
 from domain.producer_fencing import ProducerState, admit
-
-RUN_PREFIX = "ds-"
-EXPIRY_SUBJECT = "runnel:facade-expiry"
 
 
 class DurableStreams:
@@ -61,6 +58,7 @@ class DurableStreams:
         self._clock = clock
         self._templates = templates or {}
         self._locks = KeyedLocks()
+        self._entries = EntryCache()
 
     async def find(self, principal: Principal, path: str) -> FacadeEntry:
         """The live entry; NotFound (an expired one is deleted here), or StreamGone."""
@@ -72,7 +70,7 @@ class DurableStreams:
             raise StreamGone("stream was deleted")
         if entry.expired(self._clock.now()):
             with contextlib.suppress(PathInUse):  # held: expired, but nothing is deleted
-                await self._delete(_upkeep(principal.tenant), entry)
+                await self._delete(upkeep(principal.tenant), entry)
             raise NotFound("stream not found")
         return entry
 
@@ -87,17 +85,35 @@ class DurableStreams:
         return entry, StreamStatus(stream.head, stream.closed)
 
     async def find_writable(self, principal: Principal, path: str) -> FacadeEntry:
-        """As `find_for_writing`, on the stream's pins alone (they never change): no read
-        of its state, which an append learns in its own transaction."""
+        """As `find_for_writing`, for a plain append: on the stream's pins alone (they
+        never change), with the entry this process last found (`EntryCache`), and no read
+        of the stream's state, which the append learns in its own transaction."""
         principal.require_scope(Scope.WRITE)
+        principal.require_scope(Scope.READ)
+        kept = self._entries.get(principal.tenant, path, self._clock.now())
+        if kept is not None:
+            try:
+                await self._ensure_writer(principal, kept)
+                return kept
+            except DomainError:  # the pins of a run the path may no longer name
+                self._entries.forget(principal.tenant, path)
         entry = await self.find(principal, path)
-        await self._service.appender.ensure_writer(principal, entry.run_id, FACADE_STREAM)
+        await self._ensure_writer(principal, entry)
+        self._entries.keep(principal.tenant, entry)
         return entry
+
+    async def _ensure_writer(self, principal: Principal, entry: FacadeEntry) -> None:
+        await self._service.appender.ensure_writer(principal, entry.run_id, FACADE_STREAM)
 
     async def append_records(self, principal: Principal, entry: FacadeEntry,
                              records: list[dict[str, Any]]) -> AppendResult:
-        """Append records alone (StreamClosed, RunErased: nothing was stored)."""
-        result = await self._store(principal, entry, records, close=False)
+        """A plain append to what `find_writable` found. A refusal (closed, erased, ...)
+        stored nothing, and the entry is asked for again next time."""
+        try:
+            result = await self._store(principal, entry, records, close=False)
+        except DomainError:
+            self._entries.forget(principal.tenant, entry.path)
+            raise
         assert result is not None
         return result
 
@@ -127,7 +143,7 @@ class DurableStreams:
                             fork_sub_offset=config.fork_sub_offset)
         entry = await self._catalog.insert(principal.tenant, fresh)
         if entry.run_id != run_id:  # another create of the path won
-            await self._erase_run(principal, run_id)
+            await erase_run(self._service, principal, run_id)
             return await self._recreated(principal, entry, config), False
         return entry, True
 
@@ -249,7 +265,7 @@ class DurableStreams:
                 or not entry.expired(self._clock.now())):
             return False
         try:
-            await self._delete(_upkeep(tenant), entry)
+            await self._delete(upkeep(tenant), entry)
         except (PathInUse, NotFound):
             return False
         return True
@@ -259,36 +275,5 @@ class DurableStreams:
         await self._delete(principal, await self.find(principal, path))
 
     async def _delete(self, principal: Principal, entry: FacadeEntry) -> None:
-        """Erase the run; drop the entry unless forks of it remain; then drop every deleted
-        source up the chain that this left without forks. A stream under legal hold is
-        not deleted (while held, nothing of it is deleted)."""
-        stream = await self._service.definitions.get_for_writing(principal, entry.run_id,
-                                                                 FACADE_STREAM)
-        if stream.legal_hold:
-            raise PathInUse("the stream is under legal hold")
-        await self._erase_run(principal, entry.run_id)
-        if await self._catalog.forks_of(principal.tenant, entry.path):
-            await self._catalog.mark_deleted(principal.tenant, entry.path)
-            return
-        await self._catalog.remove(principal.tenant, entry.path, entry.run_id)
-        source_path = entry.forked_from
-        while source_path is not None:
-            source = await self._catalog.find(principal.tenant, source_path)
-            if (source is None or not source.deleted
-                    or await self._catalog.forks_of(principal.tenant, source_path)):
-                return
-            await self._catalog.remove(principal.tenant, source.path, source.run_id)
-            source_path = source.forked_from
-
-    async def _erase_run(self, principal: Principal, run_id: str) -> None:
-        """The facade erases only runs of its own making (`RUN_PREFIX`), for a principal
-        that may write the stream: that is what the protocol's DELETE asks."""
-        assert run_id.startswith(RUN_PREFIX)
-        admin = replace(principal, scopes=principal.scopes | {Scope.ADMIN.value})
-        with contextlib.suppress(NotFound):  # erased before (a deleted source of forks)
-            await self._service.lifecycle.erase_run(admin, run_id)
-
-
-def _upkeep(tenant: str) -> Principal:
-    """Who deletes an expired stream: the facade, as the tenant's admin (whoever looked)."""
-    return Principal(sub=EXPIRY_SUBJECT, tenant=tenant, scopes=frozenset({Scope.ADMIN.value}))
+        self._entries.forget(principal.tenant, entry.path)
+        await delete_entry(self._service, self._catalog, principal, entry)

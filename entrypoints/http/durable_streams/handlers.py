@@ -19,7 +19,7 @@ from application.ports.durable_streams import (
     StreamGone,
     WriterSeqRegression,
 )
-from domain.errors import DomainError, NotFound
+from domain.errors import Backpressure, DomainError, NotFound
 from domain.principal import Principal
 from domain.producer_fencing import NewEpochNotAtZero, SequenceGap, StaleEpoch
 from entrypoints.http.durable_streams import wire
@@ -163,6 +163,8 @@ class Facade:
         try:
             records = to_records(entry.content_type, body, allow_empty_array=False)
             result = await self.streams.append_records(principal, entry, records)
+        except Backpressure:  # refused inside the append's transaction: the stream is open
+            raise
         except (wire.BadRequest, DomainError):  # nothing was stored
             return None
         return Response(None, status_code=204,
