@@ -277,7 +277,8 @@ async def main(args: argparse.Namespace) -> None:
                         await appends(port, face, f"app-{face.name}-{round_}", cpu, args))
             print(f"(b) single appends, {args.producers} connections on {args.producers} "
                   f"streams, {args.seconds:g} s; server CPU per append")
-            rate = {name: statistics.median(f.rate for f in values) for name, values in runs.items()}
+            rate = {name: statistics.median(f.rate for f in values)
+                    for name, values in runs.items()}
             cost = {name: statistics.median(f.cpu_us for f in values)
                     for name, values in runs.items()}
             for name, values in runs.items():
