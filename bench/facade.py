@@ -164,6 +164,8 @@ class Latency:
     p99_ms: float
     rate: float
     complete: bool
+    cpu_us: float
+    """Server CPU per append, its fan-out to every reader included."""
 
 
 def percentile(samples: list[float], fraction: float) -> float:
@@ -171,7 +173,8 @@ def percentile(samples: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * fraction))] if ordered else 0.0
 
 
-async def latency(port: int, face: Face, name: str, args: argparse.Namespace) -> Latency:
+async def latency(port: int, face: Face, name: str, cpu: ServerCpu,
+                  args: argparse.Namespace) -> Latency:
     status, body = await send_once(port, face.create(name))
     assert status in (200, 201), (status, body)
     samples: list[tuple[float, float]] = []
@@ -198,6 +201,7 @@ async def latency(port: int, face: Face, name: str, args: argparse.Namespace) ->
             free.put_nowait(connection)
 
     total = int(args.duration * args.rate)
+    cpu_before = cpu.seconds()
     start = time.perf_counter()
     pending = []
     for n in range(total):
@@ -211,6 +215,7 @@ async def latency(port: int, face: Face, name: str, args: argparse.Namespace) ->
     while any(reader.last < total for reader in readers) and time.perf_counter() < deadline:
         await asyncio.sleep(0.05)
     complete = all(reader.last == total for reader in readers)
+    cpu_us = 1e6 * (cpu.seconds() - cpu_before) / total
     for reader in readers:
         if reader.transport is not None:
             reader.transport.close()
@@ -218,7 +223,7 @@ async def latency(port: int, face: Face, name: str, args: argparse.Namespace) ->
         free.get_nowait()[1].close()
     measured = [ms for received, ms in samples if received > warm_until]
     return Latency(statistics.median(measured) if measured else 0.0,
-                   percentile(measured, 0.99), total / answered, complete)
+                   percentile(measured, 0.99), total / answered, complete, cpu_us)
 
 
 async def appends(port: int, face: Face, tag: str, cpu: ServerCpu,
@@ -249,25 +254,29 @@ async def main(args: argparse.Namespace) -> None:
         print(f"server pid {server.process.pid}, Postgres; {args.rounds} round(s), native "
               f"then facade each round; medians")
         if "latency" in args.only:
+            cpu = ServerCpu(server.process.pid)
             figures: dict[str, list[Latency]] = {face.name: [] for face in faces}
             for round_ in range(args.rounds):
                 for face in faces:
                     figures[face.name].append(
-                        await latency(port, face, f"lat-{face.name}-{round_}", args))
+                        await latency(port, face, f"lat-{face.name}-{round_}", cpu, args))
             print(f"(a) append -> SSE, {args.readers} subscribers, {args.producers} producer "
                   f"connections, {args.rate}/s offered for {args.duration:g} s")
             median = {name: Latency(statistics.median(f.p50_ms for f in values),
                                     statistics.median(f.p99_ms for f in values),
                                     statistics.median(f.rate for f in values),
-                                    all(f.complete for f in values))
+                                    all(f.complete for f in values),
+                                    statistics.median(f.cpu_us for f in values))
                       for name, values in figures.items()}
             for name, figure in median.items():
                 print(f"    {name:6}  sustained {figure.rate:7.0f} appends/s   p50 "
-                      f"{figure.p50_ms:7.1f} ms   p99 {figure.p99_ms:7.1f} ms   every reader "
-                      f"got every record: {figure.complete}")
+                      f"{figure.p50_ms:7.1f} ms   p99 {figure.p99_ms:7.1f} ms   "
+                      f"{figure.cpu_us:6.0f} us server CPU per append; every reader got every "
+                      f"record: {figure.complete}")
             native, facade = median["native"], median["facade"]
             print(f"    facade/native: rate {_ratio(facade.rate, native.rate)}, p99 "
-                  f"{_ratio(facade.p99_ms, native.p99_ms)} (latency: lower is better)")
+                  f"{_ratio(facade.p99_ms, native.p99_ms)}, CPU per append "
+                  f"{_ratio(facade.cpu_us, native.cpu_us)} (latency and CPU: lower is better)")
         if "appends" in args.only:
             cpu = ServerCpu(server.process.pid)
             runs: dict[str, list[Figure]] = {face.name: [] for face in faces}
