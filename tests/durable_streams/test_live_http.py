@@ -1,10 +1,12 @@
-"""A facade SSE connection over a real server (ADR 0071): it holds one of its principal's
-subscription slots for its life and gives it back however it ends, and it ends while it
-waits once its token expires."""
+"""A facade SSE connection over a real server (ADR 0071): a reader that takes nothing while
+megabytes are appended then gets every message once, in order; a connection holds one of
+its principal's subscription slots for its life and gives it back however it ends; and it
+ends while it waits once its token expires."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -50,6 +52,40 @@ async def open_sse(server: RunnelServer, path: str, auth: str) -> tuple[
                  f"Authorization: Bearer {auth}\r\n\r\n".encode())
     head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), DEADLINE_SECONDS)
     return head, reader, writer
+
+
+async def read_messages(reader: asyncio.StreamReader, count: int) -> list[object]:
+    """The JSON messages of the `event: data` events, through the chunked body, until
+    `count` have come."""
+    body, got = b"", []
+    while len(got) < count:
+        size = int((await asyncio.wait_for(reader.readuntil(b"\r\n"), DEADLINE_SECONDS))
+                   .split(b";")[0], 16)
+        assert size, "the stream ended early"
+        body += (await asyncio.wait_for(reader.readexactly(size + 2), DEADLINE_SECONDS))[:-2]
+        *events, body = body.split(b"\n\n")
+        for event in events:
+            if event.startswith(b"event: data\n"):
+                got += json.loads(b"".join(line[5:] for line in event.split(b"\n")[1:]))
+    return got
+
+
+async def test_a_reader_that_takes_nothing_for_a_while_gets_every_message_once(
+        server: RunnelServer) -> None:
+    path = f"slow-{uuid.uuid4().hex[:8]}"
+    auth = token(tenant=TENANT, sub="slow")
+    headers = {**bearer(auth), "content-type": "application/json"}
+    assert httpx.put(url_of(server, path), headers=headers).status_code == 201
+    head, reader, writer = await open_sse(server, path, auth)
+    assert head.startswith(b"HTTP/1.1 200")
+    sent = [{"n": n, "pad": "x" * 1000} for n in range(4000)]  # 4 MB: past the socket buffers
+    async with httpx.AsyncClient(headers=headers, timeout=DEADLINE_SECONDS) as client:
+        for start in range(0, len(sent), 50):
+            answer = await client.post(url_of(server, path),
+                                       content=json.dumps(sent[start:start + 50]))
+            assert answer.status_code == 204
+    assert await read_messages(reader, len(sent)) == sent
+    writer.close()
 
 
 async def test_a_connection_holds_one_slot_and_gives_it_back_when_the_client_leaves(
