@@ -60,8 +60,10 @@ class ReadPlan:
 
     async def wait(self, after: int) -> RecordPage:
         """At most `long_poll_seconds` for records above `after` or the close; what came
-        as a page (empty: nothing came, or the follow ended)."""
-        follow = await self.follow(after)
+        as a page (empty: nothing came, or the follow ended). Bounded by its own timeout, it
+        does not end with the credential, as an SSE connection does: a token in its leeway
+        waits out the poll rather than being answered at once, again and again."""
+        follow = await self.streams.follow(self.principal, self.entry, after)
         try:
             async with asyncio.timeout(self.long_poll_seconds), aclosing(
                     batches(follow)) as items:
