@@ -90,6 +90,11 @@ class Appender:
             return await self.under_unread_policy(key, definition.credit,
                                                   lambda: self.append_drafts(key, drafts))
 
+    async def ensure_writer(self, principal: Principal, run_id: str, stream_id: str) -> None:
+        """Refuse as `append` would for who may append here, on the pins alone."""
+        await definition_for_writing(self._definitions, principal,
+                                     stream_key(principal, run_id, stream_id), self._node.region)
+
     async def append_drafts(self, key: StreamKey, drafts: Sequence[Draft]) -> AppendResult:
         return await self._store.transact(key, lambda session: self.append_in(session, drafts))
 

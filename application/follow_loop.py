@@ -122,6 +122,17 @@ class OpenFollow:
         """Whether the task waits on the subscription, with nothing of its own pending."""
 
     @property
+    def head(self) -> int:
+        """The highest sequence this follow knows the stream to hold (from its reads and
+        wakes, before it serves their records): the reader is caught up at `cursor >= head`."""
+        return self._head
+
+    @property
+    def closed(self) -> bool:
+        """Whether this follow knows the stream to be closed."""
+        return self._closed
+
+    @property
     def holds_wake_registration(self) -> bool:
         return self._wakes is not None
 

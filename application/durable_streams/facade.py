@@ -9,8 +9,7 @@ Rules:
   erases its own run and answers with the winner's;
 - a facade stream keeps the native pins (ADR 0070, `definition.py`): reads need the
   readers pin, appends, re-creates and DELETEs the writers pin;
-- a DELETE erases the run and removes the entry; a stream with forks keeps its entry,
-  `deleted`, until its last fork goes (then the removal cascades up the fork chain);
+- a DELETE erases the run and removes the entry (`deletion.py`);
 - an expired entry (TTL or Expires-At) is deleted when it is next looked at, or by the
   expiry sweep (`expiry.py`) if it never is;
 - `Stream-Seq` and producer checks are serialised per stream (per producer) in this process;
@@ -21,18 +20,18 @@ Rules:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from application.appending import AppendResult
 from application.durable_streams.definition import facade_definition
-from application.durable_streams.forks import FACADE_STREAM, copy_prefix, resolve_point
+from application.durable_streams.deletion import RUN_PREFIX, delete_entry, erase_run, upkeep
+from application.durable_streams.entry_cache import EntryCache
+from application.durable_streams.forks import FACADE_STREAM, fork_into
 from application.durable_streams.stream_config import StreamConfig, StreamStatus, matching
-from application.follow_loop import KeepaliveFrame
+from application.follow_loop import OpenFollow
 from application.keyed_locks import KeyedLocks
 from application.ports.clock import Clock
 from application.ports.durable_streams import (
@@ -45,12 +44,9 @@ from application.ports.durable_streams import (
 )
 from application.ports.records import RecordPage
 from application.service import RunnelService
-from domain.errors import NotFound
+from domain.errors import DomainError, NotFound
 from domain.principal import Principal, Scope, ensure_reader
 from domain.producer_fencing import ProducerState, admit
-
-RUN_PREFIX = "ds-"
-EXPIRY_SUBJECT = "runnel:facade-expiry"
 
 
 class DurableStreams:
@@ -62,6 +58,7 @@ class DurableStreams:
         self._clock = clock
         self._templates = templates or {}
         self._locks = KeyedLocks()
+        self._entries = EntryCache()
 
     async def find(self, principal: Principal, path: str) -> FacadeEntry:
         """The live entry; NotFound (an expired one is deleted here), or StreamGone."""
@@ -73,16 +70,52 @@ class DurableStreams:
             raise StreamGone("stream was deleted")
         if entry.expired(self._clock.now()):
             with contextlib.suppress(PathInUse):  # held: expired, but nothing is deleted
-                await self._delete(_upkeep(principal.tenant), entry)
+                await self._delete(upkeep(principal.tenant), entry)
             raise NotFound("stream not found")
         return entry
 
-    async def find_for_writing(self, principal: Principal, path: str) -> FacadeEntry:
-        """The entry, if the principal is among the stream's writers (403 if not)."""
+    async def find_for_writing(self, principal: Principal,
+                               path: str) -> tuple[FacadeEntry, StreamStatus]:
+        """The entry and its stream's status, if the principal is among the stream's
+        writers (403 if not)."""
         principal.require_scope(Scope.WRITE)
         entry = await self.find(principal, path)
-        await self._service.definitions.get_for_writing(principal, entry.run_id, FACADE_STREAM)
+        stream = await self._service.definitions.get_for_writing(principal, entry.run_id,
+                                                                 FACADE_STREAM)
+        return entry, StreamStatus(stream.head, stream.closed)
+
+    async def find_writable(self, principal: Principal, path: str) -> FacadeEntry:
+        """As `find_for_writing`, for a plain append: on the stream's pins alone (they
+        never change), with the entry this process last found (`EntryCache`), and no read
+        of the stream's state, which the append learns in its own transaction."""
+        principal.require_scope(Scope.WRITE)
+        principal.require_scope(Scope.READ)
+        kept = self._entries.get(principal.tenant, path, self._clock.now())
+        if kept is not None:
+            try:
+                await self._ensure_writer(principal, kept)
+                return kept
+            except DomainError:  # the pins of a run the path may no longer name
+                self._entries.forget(principal.tenant, path)
+        entry = await self.find(principal, path)
+        await self._ensure_writer(principal, entry)
+        self._entries.keep(principal.tenant, entry)
         return entry
+
+    async def _ensure_writer(self, principal: Principal, entry: FacadeEntry) -> None:
+        await self._service.appender.ensure_writer(principal, entry.run_id, FACADE_STREAM)
+
+    async def append_records(self, principal: Principal, entry: FacadeEntry,
+                             records: list[dict[str, Any]]) -> AppendResult:
+        """A plain append to what `find_writable` found. A refusal (closed, erased, ...)
+        stored nothing, and the entry is asked for again next time."""
+        try:
+            result = await self._store(principal, entry, records, close=False)
+        except DomainError:
+            self._entries.forget(principal.tenant, entry.path)
+            raise
+        assert result is not None
+        return result
 
     async def find_for_reading(self, principal: Principal, path: str) -> FacadeEntry:
         """The entry, if the principal may read the stream's content (403 if not)."""
@@ -101,14 +134,16 @@ class DurableStreams:
         run_id = RUN_PREFIX + uuid.uuid4().hex
         definition = facade_definition(principal, self._templates, config.definition)
         await self._service.definitions.create(principal, run_id, definition)
-        config = await self._fork(principal, config, run_id)
+        if config.forked_from is not None:
+            source = await self.fork_source(principal, config.forked_from)
+            config = await fork_into(self._service, principal, config, source, run_id)
         fresh = FacadeEntry(path, run_id, config.content_type, config.ttl_seconds,
                             config.expires_at, self._clock.now(),
                             forked_from=config.forked_from, fork_offset=config.fork_offset,
                             fork_sub_offset=config.fork_sub_offset)
         entry = await self._catalog.insert(principal.tenant, fresh)
         if entry.run_id != run_id:  # another create of the path won
-            await self._erase_run(principal, run_id)
+            await erase_run(self._service, principal, run_id)
             return await self._recreated(principal, entry, config), False
         return entry, True
 
@@ -136,21 +171,6 @@ class DurableStreams:
         except StreamGone:
             raise PathInUse("the path belongs to a deleted stream that still has forks") from None
 
-    async def _fork(self, principal: Principal, config: StreamConfig,
-                    run_id: str) -> StreamConfig:
-        """Copy the source's prefix into the new run; the config as the fork gets it."""
-        if config.forked_from is None:
-            return config
-        source = await self.fork_source(principal, config.forked_from)
-        point = await resolve_point(self._service, principal, source.run_id,
-                                    config.fork_offset, config.fork_sub_offset)
-        await copy_prefix(self._service, principal, point, run_id)
-        ttl, expires_at = config.ttl_seconds, config.expires_at
-        if ttl is None and expires_at is None:
-            ttl, expires_at = source.ttl_seconds, source.expires_at
-        return replace(config, ttl_seconds=ttl, expires_at=expires_at,
-                       fork_offset=point.offset)
-
     async def touch(self, principal: Principal, entry: FacadeEntry) -> None:
         """A read or a write slides the TTL window."""
         if entry.ttl_seconds is not None:
@@ -169,22 +189,12 @@ class DurableStreams:
         return (await self._service.reading.read(principal, entry.run_id, FACADE_STREAM,
                                                  after, limit)).page
 
-    async def wait_beyond(self, principal: Principal, entry: FacadeEntry, after: int,
-                          timeout: float) -> bool:
-        """Wait (at most `timeout` s) for a record above `after` or the close: whether one
-        came. Uses the Runnel follow (its wake registration)."""
-        follow = await self._service.follower.open(principal, entry.run_id, FACADE_STREAM,
-                                                   after)
-        try:
-            async with asyncio.timeout(timeout):
-                async for frame in follow.frames():
-                    if not isinstance(frame, KeepaliveFrame):
-                        return True
-        except TimeoutError:
-            return False
-        finally:
-            await follow.close()
-        return True
+    async def follow(self, principal: Principal, entry: FacadeEntry, after: int,
+                     expires_in: float | None = None) -> OpenFollow:
+        """The Runnel follow of the stream from `after` (its access checks, a subscription
+        slot, a wake registration; ends when the credential is revoked or expires)."""
+        return await self._service.follower.open(principal, entry.run_id, FACADE_STREAM,
+                                                 after, expires_in=expires_in)
 
     async def append(self, principal: Principal, entry: FacadeEntry,
                      records: Sequence[dict[str, Any]], close: bool,
@@ -255,7 +265,7 @@ class DurableStreams:
                 or not entry.expired(self._clock.now())):
             return False
         try:
-            await self._delete(_upkeep(tenant), entry)
+            await self._delete(upkeep(tenant), entry)
         except (PathInUse, NotFound):
             return False
         return True
@@ -265,36 +275,5 @@ class DurableStreams:
         await self._delete(principal, await self.find(principal, path))
 
     async def _delete(self, principal: Principal, entry: FacadeEntry) -> None:
-        """Erase the run; drop the entry unless forks of it remain; then drop every deleted
-        source up the chain that this left without forks. A stream under legal hold is
-        not deleted (while held, nothing of it is deleted)."""
-        stream = await self._service.definitions.get_for_writing(principal, entry.run_id,
-                                                                 FACADE_STREAM)
-        if stream.legal_hold:
-            raise PathInUse("the stream is under legal hold")
-        await self._erase_run(principal, entry.run_id)
-        if await self._catalog.forks_of(principal.tenant, entry.path):
-            await self._catalog.mark_deleted(principal.tenant, entry.path)
-            return
-        await self._catalog.remove(principal.tenant, entry.path, entry.run_id)
-        source_path = entry.forked_from
-        while source_path is not None:
-            source = await self._catalog.find(principal.tenant, source_path)
-            if (source is None or not source.deleted
-                    or await self._catalog.forks_of(principal.tenant, source_path)):
-                return
-            await self._catalog.remove(principal.tenant, source.path, source.run_id)
-            source_path = source.forked_from
-
-    async def _erase_run(self, principal: Principal, run_id: str) -> None:
-        """The facade erases only runs of its own making (`RUN_PREFIX`), for a principal
-        that may write the stream: that is what the protocol's DELETE asks."""
-        assert run_id.startswith(RUN_PREFIX)
-        admin = replace(principal, scopes=principal.scopes | {Scope.ADMIN.value})
-        with contextlib.suppress(NotFound):  # erased before (a deleted source of forks)
-            await self._service.lifecycle.erase_run(admin, run_id)
-
-
-def _upkeep(tenant: str) -> Principal:
-    """Who deletes an expired stream: the facade, as the tenant's admin (whoever looked)."""
-    return Principal(sub=EXPIRY_SUBJECT, tenant=tenant, scopes=frozenset({Scope.ADMIN.value}))
+        self._entries.forget(principal.tenant, entry.path)
+        await delete_entry(self._service, self._catalog, principal, entry)

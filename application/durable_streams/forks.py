@@ -14,10 +14,11 @@ Rules:
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from application.ports.durable_streams import ForkRefused
+from application.durable_streams.stream_config import StreamConfig
+from application.ports.durable_streams import FacadeEntry, ForkRefused
 from application.ports.records import StoredRecord
 from application.service import RunnelService
 from domain.principal import Principal
@@ -90,3 +91,16 @@ def _wire(record: StoredRecord, cut: int | None = None) -> dict[str, Any]:
     data = record.data or b""
     return {"data": base64.b64encode(data if cut is None else data[:cut]).decode(),
             "content_type": record.content_type}
+
+
+async def fork_into(service: RunnelService, principal: Principal, config: StreamConfig,
+                    source: FacadeEntry, run_id: str) -> StreamConfig:
+    """Copy the source's prefix into the new run; the config as the fork gets it (the
+    source's TTL or expiry unless it names its own)."""
+    point = await resolve_point(service, principal, source.run_id, config.fork_offset,
+                                config.fork_sub_offset)
+    await copy_prefix(service, principal, point, run_id)
+    ttl, expires_at = config.ttl_seconds, config.expires_at
+    if ttl is None and expires_at is None:
+        ttl, expires_at = source.ttl_seconds, source.expires_at
+    return replace(config, ttl_seconds=ttl, expires_at=expires_at, fork_offset=point.offset)

@@ -40,7 +40,7 @@ class Facade:
         return created
 
     async def append(self, principal: Principal, path: str, text: str) -> None:
-        entry = await self.streams.find_for_writing(principal, path)
+        entry, _ = await self.streams.find_for_writing(principal, path)
         await self.streams.append(principal, entry, [{"payload": text}], False, None)
 
     async def read(self, principal: Principal, path: str) -> list[Any]:
@@ -65,6 +65,8 @@ async def test_by_default_only_the_creator_reads_writes_recreates_forks_and_dele
         await facade.read(BOB, "p")
     with pytest.raises(Forbidden):
         await facade.append(BOB, "p", "theirs")
+    with pytest.raises(Forbidden):  # a plain append's gate: the pins alone
+        await facade.streams.find_writable(BOB, "p")
     with pytest.raises(Forbidden):
         await facade.streams.status(BOB, await facade.streams.find(BOB, "p"))
     with pytest.raises(Forbidden):

@@ -22,6 +22,7 @@ from entrypoints.composition.settings import ConfigurationError, Settings
 from entrypoints.http.auth import Authenticator
 from entrypoints.http.durable_streams.handlers import PREFIX, Facade, facade_error
 from entrypoints.http.problems import problem_response
+from entrypoints.http.sse.subscription import release_on_exit
 
 log = logging.getLogger("runnel.durable_streams")
 
@@ -98,5 +99,6 @@ def durable_streams_handlers(settings: Settings, auth: Authenticator,
     handler: HTTPRouteHandler = route(
         PREFIX + "/{path:path}", http_method=["GET", "PUT", "POST", "DELETE", "HEAD", "OPTIONS"],
         include_in_schema=False, request_max_body_size=settings.max_append_body_bytes,
+        middleware=[release_on_exit],
     )(dispatch)
     return [handler]

@@ -3,8 +3,6 @@ the protocol's status codes and headers (ADR 0041)."""
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -21,15 +19,14 @@ from application.ports.durable_streams import (
     StreamGone,
     WriterSeqRegression,
 )
-from domain.errors import NotFound
-from domain.media_type import is_media_type
+from domain.errors import Backpressure, DomainError, NotFound
 from domain.principal import Principal
 from domain.producer_fencing import NewEpochNotAtZero, SequenceGap, StaleEpoch
-from domain.records import INLINE_MAX_BYTES
 from entrypoints.http.durable_streams import wire
+from entrypoints.http.durable_streams.bodies import to_records
 from entrypoints.http.durable_streams.reads import ReadPlan, read_answer
 from entrypoints.http.durable_streams.sse import sse_frames
-from entrypoints.http.inputs import check_record_depth
+from entrypoints.http.sse.subscription import register_release
 
 NO_STORE = "no-store"
 PREFIX = "/v1/stream"
@@ -93,10 +90,13 @@ class Facade:
         producer = wire.parse_producer(headers.get("producer-id"),
                                        headers.get("producer-epoch"), headers.get("producer-seq"))
         body = await request.body()
-        entry = await self.streams.find_for_writing(principal, path)
+        if body and not closing and producer is None and "stream-seq" not in headers:
+            answered = await self._plain_append(principal, path, headers, body)
+            if answered is not None:
+                return answered
+        entry, status = await self.streams.find_for_writing(principal, path)
         if not body and not closing:
             raise wire.BadRequest("an append needs a body")
-        status = await self.streams.status(principal, entry, writing=True)
         if status.closed:
             if producer is not None and entry.closed_by == producer.tuple_text:
                 return Response(None, status_code=204, headers={
@@ -150,6 +150,26 @@ class Facade:
         return Response(None, status_code=200,
                         headers={**answer, **producer_headers(producer.epoch, producer.seq)})
 
+    async def _plain_append(self, principal: Principal, path: str, headers: Any,
+                            body: bytes) -> Response[Any] | None:
+        """An append of records alone (no producer, no `Stream-Seq`, no close) that goes
+        through: 204. None for anything else (a refused body, a closed stream, ...): the
+        full path above decides that answer, in the protocol's order."""
+        entry = await self.streams.find_writable(principal, path)
+        content_type = headers.get("content-type")
+        if content_type is None or (wire.media_type(content_type)
+                                    != wire.media_type(entry.content_type)):
+            return None
+        try:
+            records = to_records(entry.content_type, body, allow_empty_array=False)
+            result = await self.streams.append_records(principal, entry, records)
+        except Backpressure:  # refused inside the append's transaction: the stream is open
+            raise
+        except (wire.BadRequest, DomainError):  # nothing was stored
+            return None
+        return Response(None, status_code=204,
+                        headers={"stream-next-offset": wire.offset_of(result.head)})
+
     async def head(self, request: Request[Any, Any, Any], path: str) -> Response[Any]:
         principal = self.principal_of(request)
         entry = await self.streams.find(principal, path)
@@ -180,15 +200,26 @@ class Facade:
         plan = ReadPlan(self.streams, self.clock, self.long_poll_seconds, self.still_valid,
                         principal, entry, offset, query.get("cursor"))
         if live == "sse":
-            return await self._sse(plan)
+            return await self._sse(request, plan)
         return await read_answer(plan, live == "long-poll", request.headers.get("if-none-match"))
 
-    async def _sse(self, plan: ReadPlan) -> Response[Any]:
-        start = await plan.start()
+    async def _sse(self, request: Request[Any, Any, Any], plan: ReadPlan) -> Response[Any]:
+        follow = await plan.follow(await plan.start())
+        released = False
+
+        async def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                await follow.close()
+
+        # However the request ends (the client may leave before the first frame), the
+        # follow and its slot are given back (`release_on_exit` on the facade's route).
+        register_release(request.scope, release)
         headers = {"cache-control": "no-cache", "content-type": "text/event-stream"}
         if not wire.is_text(plan.entry.content_type):
             headers["stream-sse-data-encoding"] = "base64"
-        return Stream(sse_frames(plan, start), status_code=200, headers=headers,
+        return Stream(sse_frames(plan, follow, release), status_code=200, headers=headers,
                       media_type="text/event-stream")
 
     def _meta(self, entry: FacadeEntry, head: int, closed: bool) -> dict[str, str]:
@@ -207,42 +238,6 @@ class Facade:
 
 def producer_headers(epoch: int, seq: int) -> dict[str, str]:
     return {"producer-epoch": str(epoch), "producer-seq": str(seq)}
-
-
-def to_records(content_type: str, body: bytes, allow_empty_array: bool) -> list[dict[str, Any]]:
-    """Runnel records of one request body, one per append where it fits inline. JSON mode
-    flattens one array level into messages and stores them as one array payload (a
-    batch too large for one record is cut between messages); any other type is bytes,
-    cut into inline-sized records. A read joins them again."""
-    if not body:
-        return []
-    if not wire.is_json(content_type):
-        # Stored with the stream's content type, so a masked stream masks JSON bytes
-        # (`+json`) and refuses the rest, as it does for a native `data` record.
-        typed = {"content_type": content_type} if is_media_type(content_type) else {}
-        return [{"data": base64.b64encode(body[start:start + INLINE_MAX_BYTES]).decode(),
-                 **typed} for start in range(0, len(body), INLINE_MAX_BYTES)]
-    try:
-        value = json.loads(body)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        raise wire.BadRequest("the body is not valid JSON") from None
-    messages = value if isinstance(value, list) else [value]
-    if not messages:
-        if not allow_empty_array:
-            raise wire.BadRequest("an empty JSON array appends nothing")
-        return []
-    batches: list[list[Any]] = [[]]
-    size = 2
-    for message in messages:
-        weight = len(json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()) + 1
-        if batches[-1] and size + weight > INLINE_MAX_BYTES:
-            batches.append([])
-            size = 2
-        batches[-1].append(message)
-        size += weight
-    records = [{"payload": batch} for batch in batches]
-    check_record_depth(records)  # the native rule: iterative, so no recursion limit is hit
-    return records
 
 
 def plain(status: int, message: str) -> Response[Any]:

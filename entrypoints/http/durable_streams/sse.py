@@ -1,73 +1,92 @@
 """SSE live mode: `event: data` per batch, each followed by `event: control` with the next
-offset, the cursor, `upToDate` and `streamClosed`; the connection ends after a control
-event that says closed, and before the next batch or wait once its token is revoked or
-expired (ADR 0060: the protocol has no frame to say why; the reconnect is refused).
-Data lines are split on every line break, so a payload can never end an event or start a
-forged one."""
+offset, the cursor, `upToDate` and `streamClosed`.
+
+Rules:
+- a connection holds ONE Runnel follow (`DurableStreams.follow`: the readers pin, a
+  subscription slot, a wake registration) for its whole life, and its records come in the
+  wakes: no store read per batch; a batch's `event: data` is made once per process for
+  all readers (`DataMemo`, ADR 0071);
+- a connection that starts caught up is told so at once (a control event, `upToDate`);
+- a batch and its control event leave as one write: a reader that stops at the first
+  `event: control` it sees (the text may hold that line as data) has the real one too;
+- the connection ends after a control event that says closed; at the follow's end when its
+  token is revoked or expires or the node drains, and before any further write once the
+  token may not be served (ADR 0060: the protocol has no frame to say why; the reconnect is
+  refused); and at the first keepalive once it has been open `RECONNECT_SECONDS`, so that
+  clients reconnect, as the protocol asks (ADR 0041);
+- data lines are split on every line break, so a payload can never end an event or start
+  a forged one (`data_memo.data_event`);
+- a store outage under an open stream ends it (the reader resumes from its last offset).
+"""
 
 from __future__ import annotations
 
-import base64
+import asyncio
 import json
-import re
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
 
+from application.follow_loop import OpenFollow
+from application.ports.errors import StoreUnavailable
+from application.ports.records import StoredRecord
 from entrypoints.http.durable_streams import wire
-from entrypoints.http.durable_streams.reads import ReadPlan
+from entrypoints.http.durable_streams.batches import Batch, Ended, Tick, batches
+from entrypoints.http.durable_streams.data_memo import DataMemo, encode
+from entrypoints.http.durable_streams.reads import ReadPlan, render
 
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+log = logging.getLogger("runnel.durable_streams")
+
 RECONNECT_SECONDS = 60.0
-"""An SSE connection ends about this often so that clients reconnect, as the protocol asks
-(ADR 0041)."""
+PING = b": ping\n\n"
 
-
-def data_event(text: str) -> bytes:
-    lines = _LINE_BREAK.split(text)
-    return ("event: data\n" + "".join(data_line(line) for line in lines) + "\n").encode()
-
-
-def data_line(line: str) -> str:
-    """`data:` and the line; a line that starts with a space gets one more, which the
-    reader strips (an SSE reader removes one space after the colon)."""
-    return f"data: {line}\n" if line.startswith(" ") else f"data:{line}\n"
+EVENTS = DataMemo()
+"""This process's `event: data` bytes, shared by all its facade readers."""
 
 
 def control_event(fields: dict[str, object]) -> bytes:
     return f"event: control\ndata:{json.dumps(fields, separators=(',', ':'))}\n\n".encode()
 
 
-async def sse_frames(plan: ReadPlan, after: int) -> AsyncIterator[bytes]:
-    text = wire.is_text(plan.entry.content_type)
-    waited = 0.0
-    announced = False
-    while plan.still_valid(plan.principal):
-        page = await plan.page(after)
-        records = list(page.records)
-        data = b""
-        if records:
-            body = plan.body(records)
-            data = data_event(body.decode() if text else base64.b64encode(body).decode())
-            after = records[-1].sequence
-        up_to_date = after >= page.head
-        closed = page.closed and up_to_date
-        if records or not announced or closed:
-            control: dict[str, object] = {"streamNextOffset": wire.offset_of(after)}
-            if closed:
-                control["streamClosed"] = True
-                control["upToDate"] = True
-            else:
-                control["streamCursor"] = plan.cursor()
-                if up_to_date:
-                    control["upToDate"] = True
-            # A batch and its control event leave as one write: a reader that stops at
-            # the first `event: control` it sees (the text may hold that line as data)
-            # has the real one too.
-            yield data + control_event(control)
-            announced = True
-        if closed or waited >= RECONNECT_SECONDS:
-            return
+def control_of(plan: ReadPlan, after: int, up_to_date: bool, closed: bool) -> bytes:
+    fields: dict[str, object] = {"streamNextOffset": wire.offset_of(after)}
+    if closed:
+        fields["streamClosed"] = True
+        fields["upToDate"] = True
+    else:
+        fields["streamCursor"] = plan.cursor()
         if up_to_date:
-            wait = plan.long_poll_seconds
-            if not await plan.streams.wait_beyond(plan.principal, plan.entry, after, wait):
-                waited += wait
-                yield b": ping\n\n"
+            fields["upToDate"] = True
+    return control_event(fields)
+
+
+async def sse_frames(plan: ReadPlan, follow: OpenFollow, release: Callable[[], Awaitable[None]],
+                     memo: DataMemo = EVENTS) -> AsyncIterator[bytes]:
+    content_type = plan.entry.content_type
+    text = wire.is_text(content_type)
+
+    def build(records: list[StoredRecord]) -> bytes:
+        return encode(render(content_type, records), text)
+
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    try:
+        if follow.cursor >= follow.head and not follow.closed:
+            yield control_of(plan, follow.cursor, True, False)
+        async for item in batches(follow):
+            if isinstance(item, Ended) or not plan.still_valid(plan.principal):
+                return
+            if isinstance(item, Tick):
+                if loop.time() - started >= RECONNECT_SECONDS:
+                    return
+                yield PING
+                continue
+            assert isinstance(item, Batch)
+            data = memo.event(follow.key, content_type, item.records, build) if item.records \
+                else b""
+            yield data + control_of(plan, item.after, item.up_to_date, item.closed)
+            if item.closed:
+                return
+    except StoreUnavailable as outage:  # as a native subscription: the reader resumes
+        log.warning("ending a facade event stream of %s: %s", follow.key.run_id, outage)
+    finally:
+        await release()
