@@ -33,53 +33,20 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
-from typing import Literal
 
-from application.node import NodeSettings
-from application.ports.records import RecordPage, RecordReader, StoredRecord
-from application.ports.waking import (
-    DirectSink,
-    GapEvidence,
-    LiveChunk,
-    Wake,
-    WakeSubscription,
+from application.follow_frames import (
+    EndFrame,
+    EndReason,
+    Frame,
+    KeepaliveFrame,
+    LiveFrame,
+    RecordFrame,
+    ResyncFrame,
 )
+from application.node import NodeSettings
+from application.ports.records import RecordPage, RecordReader
+from application.ports.waking import DirectSink, GapEvidence, LiveChunk, Wake, WakeSubscription
 from domain.identifiers import StreamKey
-
-
-@dataclass(frozen=True)
-class RecordFrame:
-    record: StoredRecord
-
-
-@dataclass(frozen=True)
-class LiveFrame:
-    chunk: LiveChunk
-
-
-@dataclass(frozen=True)
-class KeepaliveFrame:
-    pass
-
-
-EndReason = Literal["closed", "token_expired", "token_revoked", "shutdown"]
-
-
-@dataclass(frozen=True)
-class EndFrame:
-    last_sequence: int
-    reason: EndReason = "closed"
-
-
-@dataclass(frozen=True)
-class ResyncFrame:
-    requested: int
-    earliest: int
-    latest: int
-
-
-Frame = RecordFrame | LiveFrame | KeepaliveFrame | EndFrame | ResyncFrame
 
 
 class OpenFollow:

@@ -32,15 +32,15 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple, cast
 
-from application.follow_loop import (
+from application.follow_frames import (
     EndFrame,
     Frame,
     KeepaliveFrame,
     LiveFrame,
-    OpenFollow,
     RecordFrame,
     ResyncFrame,
 )
+from application.follow_loop import OpenFollow
 from application.node import NodeSettings
 from domain.errors import CursorPruned, NotFound
 from domain.run_cursor import RunCursor, fits

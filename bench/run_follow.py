@@ -14,7 +14,7 @@ import argparse
 import asyncio
 import time
 
-from application.follow_loop import EndFrame, KeepaliveFrame, RecordFrame
+from application.follow_frames import EndFrame, KeepaliveFrame, RecordFrame
 from application.node import NodeSettings
 from application.run_follow import StreamFrame
 from domain.principal import Principal

@@ -15,7 +15,7 @@ from dependency_injector import providers
 from adapters.memory.bus import MemoryWakeBus
 from adapters.memory.clock import FakeClock
 from adapters.memory.store import MemoryStreamStore
-from application.follow_loop import Frame, KeepaliveFrame, RecordFrame
+from application.follow_frames import Frame, KeepaliveFrame, RecordFrame
 from application.node import NodeSettings
 from application.service import RunnelService
 from domain.identifiers import StreamKey

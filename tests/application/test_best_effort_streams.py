@@ -2,7 +2,7 @@
 
 import pytest
 
-from application.follow_loop import LiveFrame
+from application.follow_frames import LiveFrame
 from domain.errors import StreamClosed
 from entrypoints.testing.simulation import Simulation, simulation
 from tests.application.support import ALICE, RUN, definition, key, next_non_keepalive

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from application.follow_loop import EndFrame, Frame, KeepaliveFrame, LiveFrame, RecordFrame
+from application.follow_frames import EndFrame, Frame, KeepaliveFrame, LiveFrame, RecordFrame
 from application.node import NodeSettings
 from application.ports.waking import LiveChunk, Wake
 from application.service import RunnelService

@@ -2,7 +2,7 @@
 
 import pytest
 
-from application.follow_loop import EndFrame
+from application.follow_frames import EndFrame
 from application.lifecycle import ErasureReport
 from domain.errors import Forbidden, NotFound, RunErased
 from domain.object_intent import IntentState

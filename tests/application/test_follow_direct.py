@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from application.follow_loop import EndFrame, Frame, OpenFollow, RecordFrame
+from application.follow_frames import EndFrame, Frame, RecordFrame
+from application.follow_loop import OpenFollow
 from application.node import NodeSettings
 from application.ports.records import StoredRecord
 from application.ports.waking import LiveChunk, Wake

@@ -1,6 +1,6 @@
 """A follow ends once a closed stream is delivered, and resyncs when retention overtakes it."""
 
-from application.follow_loop import EndFrame, RecordFrame, ResyncFrame
+from application.follow_frames import EndFrame, RecordFrame, ResyncFrame
 from application.node import NodeSettings
 from entrypoints.testing.simulation import simulation
 from tests.application.support import (

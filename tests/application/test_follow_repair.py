@@ -3,7 +3,7 @@
 import asyncio
 import itertools
 
-from application.follow_loop import Frame, KeepaliveFrame, LiveFrame, RecordFrame
+from application.follow_frames import Frame, KeepaliveFrame, LiveFrame, RecordFrame
 from application.node import NodeSettings
 from application.ports.waking import LiveChunk, Wake
 from entrypoints.testing.simulation import simulation

@@ -11,7 +11,7 @@ from datetime import timedelta
 
 from adapters.memory.clock import FakeClock
 from adapters.memory.revoked_tokens import MemoryRevokedTokens
-from application.follow_loop import EndFrame
+from application.follow_frames import EndFrame
 from application.ports.access import Revocation
 from application.revocations import RevocationList
 from entrypoints.testing.simulation import simulation

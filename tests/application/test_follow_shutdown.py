@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from application.follow_loop import EndFrame, RecordFrame
+from application.follow_frames import EndFrame, RecordFrame
 from application.follower import Follower
 from application.node import NodeSettings
 from application.ports.errors import NodeDraining

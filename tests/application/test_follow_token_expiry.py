@@ -2,7 +2,7 @@
 reason `token_expired` at the last sequence delivered, and nothing after it; a new follow
 from there loses and repeats nothing."""
 
-from application.follow_loop import EndFrame, RecordFrame
+from application.follow_frames import EndFrame, RecordFrame
 from application.node import NodeSettings
 from entrypoints.testing.simulation import simulation
 from tests.application.support import (

@@ -1,6 +1,6 @@
 """Best-effort live chunks: stored nowhere, capped at 7000 bytes, numbered, live readers only."""
 
-from application.follow_loop import LiveFrame, RecordFrame
+from application.follow_frames import LiveFrame, RecordFrame
 from application.ports.waking import LiveChunk
 from domain.live_chunk import LIVE_CHUNK_MAX_BYTES
 from domain.redaction import MASK

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from adapters.memory.clock import FakeClock
 from adapters.memory.revoked_tokens import MemoryRevokedTokens
-from application.follow_loop import EndFrame, KeepaliveFrame, LiveFrame, RecordFrame, ResyncFrame
+from application.follow_frames import EndFrame, KeepaliveFrame, LiveFrame, RecordFrame, ResyncFrame
 from application.node import NodeSettings
 from application.ports.access import Revocation
 from application.ports.errors import NodeDraining

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from litestar.response import ServerSentEventMessage
 
-from application.follow_loop import (
+from application.follow_frames import (
     EndFrame,
     Frame,
     KeepaliveFrame,

@@ -14,7 +14,7 @@ import asyncpg
 import pytest
 
 from adapters.postgres.pool import as_unavailable
-from application.follow_loop import Frame, KeepaliveFrame
+from application.follow_frames import Frame, KeepaliveFrame
 from application.ports.errors import StoreFull, StoreUnavailable
 from domain.identifiers import StreamKey
 from entrypoints.http.problems import classify, problem_body, problem_headers

@@ -13,7 +13,8 @@ import asyncpg
 
 from adapters.clock import SystemClock
 from adapters.postgres import PostgresAdapters
-from application.follow_loop import EndFrame, OpenFollow, RecordFrame
+from application.follow_frames import EndFrame, RecordFrame
+from application.follow_loop import OpenFollow
 from application.node import NodeSettings
 from application.service import RunnelService
 from domain.principal import Principal

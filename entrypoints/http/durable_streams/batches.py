@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 
-from application.follow_loop import EndFrame, KeepaliveFrame, OpenFollow, RecordFrame, ResyncFrame
+from application.follow_frames import EndFrame, KeepaliveFrame, RecordFrame, ResyncFrame
+from application.follow_loop import OpenFollow
 from application.ports.records import StoredRecord
 
 PAGE = 1000

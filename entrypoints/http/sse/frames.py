@@ -22,7 +22,7 @@ from __future__ import annotations
 import random
 from typing import assert_never
 
-from application.follow_loop import (
+from application.follow_frames import (
     EndFrame,
     Frame,
     KeepaliveFrame,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 from typing import assert_never
 
-from application.follow_loop import EndFrame, KeepaliveFrame, LiveFrame, RecordFrame, ResyncFrame
+from application.follow_frames import EndFrame, KeepaliveFrame, LiveFrame, RecordFrame, ResyncFrame
 from application.run_follow import RunEndFrame, RunFrame, StreamFrame
 from application.views import record_envelope
 from domain.canonical_json import wire_json
