@@ -32,8 +32,9 @@ def stream_key(principal: Principal, run_id: str, stream_id: str) -> StreamKey:
 
 
 async def load_stream(store: StreamStore, key: StreamKey) -> Stream:
+    """A deleted stream (a tombstone, docs/adr/0075) is not found either."""
     stream = await store.load(key)
-    if stream is None:
+    if stream is None or stream.deleted:
         raise NotFound("stream not found")
     return stream
 

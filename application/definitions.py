@@ -12,7 +12,7 @@ from application.node import NodeSettings
 from application.ports.clock import Clock
 from application.ports.streams import StreamStore
 from domain.definition import build_definition
-from domain.errors import DefinitionConflict, NotFound
+from domain.errors import DefinitionConflict, NotFound, StreamDeleted
 from domain.principal import Principal, Scope, may_read
 from domain.residency import (
     ensure_may_serve_metadata_here,
@@ -36,7 +36,8 @@ class StreamListing:
 
 
 class StreamDefinitions:
-    """Create is idempotent for an identical definition and refuses any other (409)."""
+    """Create is idempotent for an identical definition and refuses any other (409), and
+    the id of a deleted stream (409 `stream_deleted`)."""
 
     def __init__(self, store: StreamStore, clock: Clock, node: NodeSettings) -> None:
         self._store = store
@@ -53,6 +54,9 @@ class StreamDefinitions:
         key = run.stream(definition.stream_id)
         stream, created = await self._store.create(
             Stream.start(key, definition, self._clock.now()), self._node.max_streams_per_run)
+        if stream.deleted:
+            raise StreamDeleted("a stream with this id was deleted; its id is not reused",
+                                stream_id=definition.stream_id)
         if stream.definition != definition:
             raise DefinitionConflict("stream exists with a different definition",
                                      stream_id=definition.stream_id)
@@ -86,6 +90,6 @@ class StreamDefinitions:
                 if may_serve_metadata_here(stream.definition.placement, self._node.region)]
         if streams and not here and cursor is None and not more:
             ensure_may_serve_metadata_here(streams[0].definition.placement, self._node.region)
-        readable = [stream for stream in here
-                    if may_read(stream.definition.authorization, principal)]
+        readable = [stream for stream in here if not stream.deleted
+                    and may_read(stream.definition.authorization, principal)]
         return StreamListing(readable, streams[-1].stream_id if more else None)

@@ -22,6 +22,7 @@ from application.reading import RecordReading
 from application.redrive import DeadLetterRedrive
 from application.retention import RetentionPruner
 from application.run_catalog import RunCatalog
+from application.stream_deletion import StreamDeletion
 
 
 @dataclass(frozen=True)
@@ -42,5 +43,6 @@ class RunnelService:
     run_catalog: RunCatalog
     delivery_inspection: DeliveryInspection
     redrive: DeadLetterRedrive
+    stream_deletion: StreamDeletion
     maintenance: StorageMaintenance | None = None
     """None when the ports have no `upkeep`."""

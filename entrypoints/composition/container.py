@@ -62,6 +62,7 @@ from application.redrive import DeadLetterRedrive
 from application.retention import RetentionPruner
 from application.run_catalog import RunCatalog
 from application.service import RunnelService
+from application.stream_deletion import StreamDeletion
 from application.subscription_slots import SubscriptionSlots
 from entrypoints.composition.backend import open_postgres_backend
 from entrypoints.composition.object_stores import open_object_store
@@ -141,6 +142,7 @@ class NodeContainer(containers.DeclarativeContainer):
     run_catalog = providers.Singleton(RunCatalog, store)
     delivery_inspection = providers.Singleton(DeliveryInspection, store, outbox, node)
     redrive = providers.Singleton(DeadLetterRedrive, store, outbox, clock, node)
+    stream_deletion = providers.Singleton(StreamDeletion, store, body_deleter, clock, node)
     maintenance = providers.Singleton(storage_maintenance, upkeep, clock, node)
 
     service = providers.Singleton(
@@ -148,7 +150,8 @@ class NodeContainer(containers.DeclarativeContainer):
         follower=follower, acknowledger=acknowledger, lifecycle=lifecycle, objects=objects,
         live=live, retention=retention, dispatcher=dispatcher, intent_reaper=intent_reaper,
         body_deleter=body_deleter, orphan_sweeper=orphan_sweeper, run_catalog=run_catalog,
-        delivery_inspection=delivery_inspection, redrive=redrive, maintenance=maintenance)
+        delivery_inspection=delivery_inspection, redrive=redrive, maintenance=maintenance,
+        stream_deletion=stream_deletion)
 
 
 async def provided(provider: providers.Provider[T]) -> T:

@@ -128,6 +128,9 @@ def api_router(settings: Settings, callers: Callers) -> Router:
             responses={**answers(200, schema=shapes.legal_hold()),
                        **problems(413, 421, 422, 503)})(lifecycle.set_legal_hold),
         *object_handlers(settings),
+        delete(STREAM, status_code=200, summary="Delete a stream", tags=["streams"],
+               responses={**answers(200, schema=shapes.stream_deleted()),
+                          **problems(409, 421, 503)})(lifecycle.delete_stream),
         delete(RUN, status_code=200, summary="Erase a run", tags=["runs"],
                responses={**answers(200, schema=shapes.erased()), **problems(421, 503)})(
             lifecycle.erase_run),

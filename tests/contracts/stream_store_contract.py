@@ -37,6 +37,27 @@ class StreamStoreContract:
         assert again.definition == stream.definition  # the stored pins, not the new ones
         assert again.head == 2
 
+    async def test_a_deleted_stream_stays_as_a_tombstone_that_keeps_its_head(
+            self, harness: StorageHarness) -> None:
+        key = await created(harness, retention={"max_records": 5})
+        await append(harness, key, [{"payload": 1}, {"payload": 2}])
+        async with harness.store.lock(key) as session:
+            assert session.stream.delete()
+            assert (await session.remove_records_through(session.stream.head)).records == 2
+        for loaded in (await harness.store.load(key),
+                       (await harness.store.create(new_stream(key)))[0],
+                       *(await harness.store.list_run(key.run))):
+            assert loaded is not None
+            assert (loaded.deleted, loaded.head, loaded.earliest, loaded.closed) == \
+                (True, 2, 3, True)
+        _, was_created = await harness.store.create(new_stream(key))
+        assert not was_created
+        async with harness.store.lock(key) as session:
+            assert session.stream.deleted and not session.stream.delete()  # a repeat: no event
+        page = await harness.reader.read_page(key, 0, 10)
+        assert (page.records, page.head, page.earliest, page.closed) == ((), 2, 3, True)
+        assert key not in await harness.store.streams_with_retention(None, 10_000, HERE)
+
     async def test_list_run_returns_the_streams_of_that_run_only(
             self, harness: StorageHarness) -> None:
         a = new_key("a")

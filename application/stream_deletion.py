@@ -1,0 +1,68 @@
+"""Use cases: delete one stream (an admin's DELETE), and delete the streams whose
+`expires_after_seconds` pin has passed (the expiry sweep)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from application.access import stream_key
+from application.body_deletion import BodyDeleter
+from application.node import NodeSettings
+from application.ports.clock import Clock
+from application.ports.streams import StreamStore
+from domain.errors import NotFound
+from domain.identifiers import StreamKey
+from domain.object_intent import LIVE_STATES, WITH_BODY
+from domain.principal import Principal, Scope
+from domain.residency import ensure_may_write_here
+
+
+@dataclass(frozen=True)
+class StreamDeletionReport:
+    records_deleted: int
+    objects_deleted: int
+
+
+class StreamDeletion:
+    """Deleting a stream erases its records and object bodies the way run erasure does,
+    and keeps its row as a tombstone (docs/adr/0075).
+
+    Rules: only an admin deletes, at the stream's metadata home; a stream under legal hold
+    is refused (409 `legal_hold`) and keeps everything; the records go and the live intents
+    are aborted in the unit of work that marks the stream deleted, so an append either
+    committed before (and is erased with it) or finds the tombstone (404); the bodies go
+    after that commit, queued with it (a crash in between leaves them to the deletion
+    worker); a repeated DELETE of a deleted stream answers zero counts; an expired stream
+    is deleted by the sweep alike, unless it is held (then it stays until released)."""
+
+    def __init__(self, store: StreamStore, deleter: BodyDeleter, clock: Clock,
+                 node: NodeSettings) -> None:
+        self._store = store
+        self._deleter = deleter
+        self._clock = clock
+        self._node = node
+
+    async def delete(self, principal: Principal, run_id: str,
+                     stream_id: str) -> StreamDeletionReport:
+        principal.require_scope(Scope.ADMIN)
+        key = stream_key(principal, run_id, stream_id)
+        stream = await self._store.load(key)
+        if stream is None:
+            raise NotFound("stream not found")
+        ensure_may_write_here(stream.definition.placement, self._node.region)
+        return await self._delete(key)
+
+    async def _delete(self, key: StreamKey) -> StreamDeletionReport:
+        async with self._store.lock(key) as session:
+            if not session.stream.delete():
+                return StreamDeletionReport(0, 0)
+            records = (await session.remove_records_through(session.stream.head)).records
+            intents = await session.intents()
+            bodies = [intent for intent in intents if intent.current_state in WITH_BODY]
+            for intent in intents:
+                if intent.current_state in LIVE_STATES:
+                    intent.abort()
+                    session.save_intent(intent)
+            doomed = [(intent.region, intent.object_key) for intent in bodies]
+            session.queue_deletions(doomed, self._clock.now())
+        return StreamDeletionReport(records, await self._deleter.delete_now(doomed))
