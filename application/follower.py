@@ -12,6 +12,7 @@ from contextlib import AsyncExitStack
 from application.access import stream_for_reading, stream_key
 from application.follow_loop import OpenFollow
 from application.node import NodeSettings
+from application.ports.clock import Clock
 from application.ports.errors import NodeDraining
 from application.ports.records import RecordReader
 from application.ports.streams import StreamStore
@@ -31,7 +32,8 @@ class Follower:
     when its credential is revoked (`watch_revocations`)."""
 
     def __init__(self, store: StreamStore, reader: RecordReader, bus: WakeBus, gaps: GapEvidence,
-                 node: NodeSettings, slots: SubscriptionSlots) -> None:
+                 node: NodeSettings, slots: SubscriptionSlots, clock: Clock) -> None:
+        self._clock = clock
         self._store = store
         self._reader = reader
         self._bus = bus
@@ -49,7 +51,7 @@ class Follower:
         token, which stands in for one."""
         key = stream_key(principal, run_id, stream_id)
         stream = await stream_for_reading(self._store, principal, key, self._node.region,
-                                          content=True)
+                                          content=True, now=self._clock.now())
         return key, stream
 
     async def open(self, principal: Principal, run_id: str, stream_id: str, after: int,

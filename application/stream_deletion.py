@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from application.access import stream_key
 from application.body_deletion import BodyDeleter
@@ -50,11 +51,30 @@ class StreamDeletion:
         if stream is None:
             raise NotFound("stream not found")
         ensure_may_write_here(stream.definition.placement, self._node.region)
-        return await self._delete(key)
+        report = await self._delete(key)
+        assert report is not None
+        return report
 
-    async def _delete(self, key: StreamKey) -> StreamDeletionReport:
+    async def expire_once(self, limit: int = 100) -> int:
+        """Delete up to `limit` streams of this region whose expiry has passed; returns
+        how many were deleted. Each is looked at again under its row lock: a hold placed
+        meanwhile keeps it."""
+        now = self._clock.now()
+        deleted = 0
+        for key in await self._store.expired_streams(now, limit, self._node.region):
+            if await self._delete(key, expired_at=now) is not None:
+                deleted += 1
+        return deleted
+
+    async def _delete(self, key: StreamKey, expired_at: datetime | None = None
+                      ) -> StreamDeletionReport | None:
+        """None: a sweep found the stream held (or not expired after all) and left it."""
         async with self._store.lock(key) as session:
-            if not session.stream.delete():
+            stream = session.stream
+            if expired_at is not None and (stream.legal_hold or stream.deleted
+                                           or not stream.expired(expired_at)):
+                return None
+            if not stream.delete():
                 return StreamDeletionReport(0, 0)
             records = (await session.remove_records_through(session.stream.head)).records
             intents = await session.intents()

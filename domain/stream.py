@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -168,6 +168,23 @@ class Stream(Aggregate):
     def ensure_exists(self) -> None:
         """A deleted stream is not found, for every command (its row is a tombstone)."""
         if self.deleted:
+            raise NotFound("stream not found")
+
+    @property
+    def expires_at(self) -> datetime | None:
+        """When the `expires_after_seconds` pin deletes the stream, counted from creation."""
+        seconds = self.definition.expires_after_seconds
+        return None if seconds is None else self.created_at + timedelta(seconds=seconds)
+
+    def expired(self, now: datetime) -> bool:
+        expires_at = self.expires_at
+        return expires_at is not None and now >= expires_at
+
+    def ensure_live(self, now: datetime) -> None:
+        """An expired stream is not found from its expiry on, before the sweep deletes it,
+        like a deleted one."""
+        self.ensure_exists()
+        if self.expired(now):
             raise NotFound("stream not found")
 
     def ensure_not_erased(self, run_erased: bool = False, *, nothing_more_is: str = "stored"

@@ -124,14 +124,14 @@ class NodeContainer(containers.DeclarativeContainer):
         metered_wait_service, wait_service, settings.provided.wait_service_kind.call(), metrics)
     """The wait service as the dispatcher uses it: each delivery counted (ADR 0014)."""
 
-    live = providers.Singleton(LivePublishing, store, bus, node)
+    live = providers.Singleton(LivePublishing, store, bus, clock, node)
     appender = providers.Singleton(Appender, store, bus, clock, node, live)
     body_deleter = providers.Singleton(BodyDeleter, deletions, store, object_store, clock, node)
     definitions = providers.Singleton(StreamDefinitions, store, clock, node)
-    reading = providers.Singleton(RecordReading, store, reader, node)
+    reading = providers.Singleton(RecordReading, store, reader, clock, node)
     slots = providers.Singleton(SubscriptionSlots, leases, clock, node)
-    follower = providers.Singleton(Follower, store, reader, bus, gaps, node, slots)
-    acknowledger = providers.Singleton(Acknowledger, store, node)
+    follower = providers.Singleton(Follower, store, reader, bus, gaps, node, slots, clock)
+    acknowledger = providers.Singleton(Acknowledger, store, clock, node)
     lifecycle = providers.Singleton(StreamLifecycle, store, deletions, body_deleter, clock, node)
     objects = providers.Singleton(Objects, store, object_store, appender, body_deleter, clock,
                                   node)
@@ -140,7 +140,7 @@ class NodeContainer(containers.DeclarativeContainer):
     intent_reaper = providers.Singleton(IntentReaper, store, clock, node.provided.region)
     orphan_sweeper = providers.Singleton(OrphanSweeper, store, object_store, clock, node)
     run_catalog = providers.Singleton(RunCatalog, store)
-    delivery_inspection = providers.Singleton(DeliveryInspection, store, outbox, node)
+    delivery_inspection = providers.Singleton(DeliveryInspection, store, outbox, clock, node)
     redrive = providers.Singleton(DeadLetterRedrive, store, outbox, clock, node)
     stream_deletion = providers.Singleton(StreamDeletion, store, body_deleter, clock, node)
     maintenance = providers.Singleton(storage_maintenance, upkeep, clock, node)

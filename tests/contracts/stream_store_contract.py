@@ -58,6 +58,36 @@ class StreamStoreContract:
         assert (page.records, page.head, page.earliest, page.closed) == ((), 2, 3, True)
         assert key not in await harness.store.streams_with_retention(None, 10_000, HERE)
 
+    async def test_expired_streams_lists_unheld_live_streams_past_their_expiry(
+            self, harness: StorageHarness) -> None:
+        def named(stream_id: str) -> StreamKey:
+            return StreamKey(base.tenant, base.run_id, stream_id)
+
+        base = new_key()
+        far = {"metadata_home": "far", "object_regions": ["far"],
+               "client_egress_regions": ["far"], "log_region": "far"}
+        await created(harness, named("b-minute"), expires_after_seconds=60)
+        await created(harness, named("a-hour"), expires_after_seconds=3600)
+        await created(harness, named("c-never"))
+        await created(harness, named("d-held"), expires_after_seconds=60)
+        await created(harness, named("e-far"), expires_after_seconds=60, placement=far)
+        await created(harness, named("f-deleted"), expires_after_seconds=60)
+        async with harness.store.lock(named("d-held")) as session:
+            session.stream.set_legal_hold(True, None)
+        async with harness.store.lock(named("f-deleted")) as session:
+            session.stream.delete()
+
+        async def expired(seconds: float, home: str = HERE) -> list[str]:
+            keys = await harness.store.expired_streams(NOW + timedelta(seconds=seconds),
+                                                       10_000, home)
+            return [key.stream_id for key in keys if key.tenant == base.tenant]
+
+        assert await expired(59) == []
+        assert await expired(60) == ["b-minute"]
+        assert await expired(3600) == ["a-hour", "b-minute"]  # created together: by key
+        assert await expired(60, "far") == ["e-far"]
+        assert await harness.store.expired_streams(NOW + timedelta(days=1), 0, HERE) == []
+
     async def test_list_run_returns_the_streams_of_that_run_only(
             self, harness: StorageHarness) -> None:
         a = new_key("a")

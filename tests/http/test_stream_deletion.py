@@ -120,3 +120,26 @@ async def test_an_open_follow_ends_when_its_stream_is_deleted(
     assert [event.id for event in events if event.event == "record"] == ["1", "2"]
     assert events[-1].event == "end"
     assert json.loads(events[-1].data) == {"reason": "closed", "last_sequence": 2}
+
+
+async def test_an_expired_stream_is_not_found_and_its_id_is_spent(
+        api: httpx.AsyncClient, run_id: str) -> None:
+    invalid = await api.post(f"/runs/{run_id}/streams", json={
+        "stream_id": "s", "content_class": "output.text", "expires_after_seconds": 0})
+    assert assert_problem(invalid, 422, "invalid_definition")["field"] == \
+        "expires_after_seconds"
+    body = await create_stream(api, run_id, expires_after_seconds=1)
+    assert body["definition"]["expires_after_seconds"] == 1
+    await append(api, run_id, "s", [1])
+    url = f"/runs/{run_id}/streams/s"
+    # The server's clock is its own: wait (bounded) for the one second to pass.
+    async with asyncio.timeout(GUARD_SECONDS):
+        while (await api.get(url)).status_code == 200:
+            await asyncio.sleep(0.2)
+    assert_problem(await api.get(url), 404, "not_found")
+    assert_problem(await api.get(url + "/records"), 404, "not_found")
+    assert_problem(await api.post(url + "/records", json={"records": [{"payload": 2}]}),
+                   404, "not_found")
+    recreated = await api.post(f"/runs/{run_id}/streams", json={
+        "stream_id": "s", "content_class": "output.text", "expires_after_seconds": 1})
+    assert_problem(recreated, 409, "stream_deleted")
