@@ -7,10 +7,11 @@ pruned cursor is an HTTP error, not a broken stream; the loop itself is `OpenFol
 
 from __future__ import annotations
 
+import asyncio
 from contextlib import AsyncExitStack
 
 from application.access import stream_for_reading, stream_key
-from application.follow_loop import OpenFollow
+from application.follow_loop import EndFrame, OpenFollow, RecordFrame, ResyncFrame
 from application.node import NodeSettings
 from application.ports.clock import Clock
 from application.ports.errors import NodeDraining
@@ -90,6 +91,22 @@ class Follower:
         if revocations is not None and revocations.refuses_principal(principal):
             follow.end("token_revoked")
         return follow
+
+    async def wait_beyond(self, principal: Principal, run_id: str, stream_id: str, after: int,
+                          timeout: float) -> None:
+        """Wait at most `timeout` seconds for a record above `after`, the close, or the end
+        of the follow (a resync, a drain), holding a subscription slot meanwhile (429 at
+        the principal's cap) and no database connection (a long-polled read)."""
+        follow = await self.open(principal, run_id, stream_id, after)
+        try:
+            async with asyncio.timeout(timeout):
+                async for frame in follow.frames():
+                    if isinstance(frame, RecordFrame | EndFrame | ResyncFrame):
+                        return
+        except TimeoutError:
+            return
+        finally:
+            await follow.close()
 
     def _forget(self, follow: OpenFollow) -> None:
         self._open.pop(follow, None)

@@ -128,9 +128,9 @@ class NodeContainer(containers.DeclarativeContainer):
     appender = providers.Singleton(Appender, store, bus, clock, node, live)
     body_deleter = providers.Singleton(BodyDeleter, deletions, store, object_store, clock, node)
     definitions = providers.Singleton(StreamDefinitions, store, clock, node)
-    reading = providers.Singleton(RecordReading, store, reader, clock, node)
     slots = providers.Singleton(SubscriptionSlots, leases, clock, node)
     follower = providers.Singleton(Follower, store, reader, bus, gaps, node, slots, clock)
+    reading = providers.Singleton(RecordReading, store, reader, clock, node, follower)
     acknowledger = providers.Singleton(Acknowledger, store, clock, node)
     lifecycle = providers.Singleton(StreamLifecycle, store, deletions, body_deleter, clock, node)
     objects = providers.Singleton(Objects, store, object_store, appender, body_deleter, clock,

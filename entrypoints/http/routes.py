@@ -101,7 +101,8 @@ def api_router(settings: Settings, callers: Callers) -> Router:
              responses={**answers(202, schema=shapes.accepted()),
                         **problems(409, 410, 413, 421, 422)})(live.publish_live),
         get(STREAM + "/records", summary="Read records above a cursor", tags=["records"],
-            responses={**answers(200, schema=shapes.records_page()), **problems(403, 410)})(
+            responses={**answers(200, schema=shapes.records_page()),
+                       **problems(403, 410, 429)})(
             records.read_records),
         get(STREAM + "/subscribe", summary="Follow a stream (Server-Sent Events)",
             tags=["records"], media_type="text/event-stream", middleware=[release_on_exit],
