@@ -14,7 +14,7 @@ from application.ports.streams import StreamStore
 from domain.errors import NotFound
 from domain.identifiers import StreamKey
 from domain.object_intent import LIVE_STATES, WITH_BODY
-from domain.principal import Principal, Scope
+from domain.principal import Principal, Scope, ensure_writer
 from domain.residency import ensure_may_write_here
 
 
@@ -28,13 +28,15 @@ class StreamDeletion:
     """Deleting a stream erases its records and object bodies the way run erasure does,
     and keeps its row as a tombstone (docs/adr/0075).
 
-    Rules: only an admin deletes, at the stream's metadata home; a stream under legal hold
-    is refused (409 `legal_hold`) and keeps everything; the records go and the live intents
-    are aborted in the unit of work that marks the stream deleted, so an append either
-    committed before (and is erased with it) or finds the tombstone (404); the bodies go
-    after that commit, queued with it (a crash in between leaves them to the deletion
-    worker); a repeated DELETE of a deleted stream answers zero counts; an expired stream
-    is deleted by the sweep alike, unless it is held (then it stays until released)."""
+    Rules: the stream's writers (write scope, in the writers pin) and admins delete, at
+    the stream's metadata home, as they close it (and as the facade's DELETE, ADR 0070);
+    a stream under legal hold is refused (409 `legal_hold`) and keeps everything; the
+    records go and the live intents are aborted in the unit of work that marks the stream
+    deleted, so an append either committed before (and is erased with it) or finds the
+    tombstone (404); the bodies go after that commit, queued with it (a crash in between
+    leaves them to the deletion worker); a repeated DELETE of a deleted stream answers
+    zero counts; an expired stream is deleted by the sweep alike, unless it is held (then
+    it stays until released)."""
 
     def __init__(self, store: StreamStore, deleter: BodyDeleter, clock: Clock,
                  node: NodeSettings) -> None:
@@ -45,11 +47,12 @@ class StreamDeletion:
 
     async def delete(self, principal: Principal, run_id: str,
                      stream_id: str) -> StreamDeletionReport:
-        principal.require_scope(Scope.ADMIN)
+        principal.require_scope(Scope.WRITE)
         key = stream_key(principal, run_id, stream_id)
         stream = await self._store.load(key)
         if stream is None:
             raise NotFound("stream not found")
+        ensure_writer(stream.definition.authorization, principal)
         ensure_may_write_here(stream.definition.placement, self._node.region)
         report = await self._delete(key)
         assert report is not None

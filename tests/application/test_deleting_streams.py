@@ -14,6 +14,7 @@ from entrypoints.testing.simulation import Simulation, simulation
 from tests.application.support import (
     ADMIN,
     ALICE,
+    BOB,
     READ_WRITE,
     READER,
     RUN,
@@ -124,17 +125,22 @@ async def test_a_held_stream_is_refused_and_keeps_everything() -> None:
         StreamDeletionReport(4, 2)
 
 
-async def test_only_an_admin_of_the_tenant_deletes_and_a_refusal_leaves_no_trace() -> None:
+async def test_only_its_writers_and_admins_delete_and_a_refusal_leaves_no_trace() -> None:
     sim = simulation()
-    await make_stream(sim)
+    await make_stream(sim, authorization={"readers": ["*"], "writers": ["alice"]})
     await append_numbers(sim, 1, 2)
-    for principal, refusal in ((ALICE, Forbidden), (READER, Forbidden),
+    for principal, refusal in ((BOB, Forbidden), (READER, Forbidden),
                                (OTHER_ADMIN, NotFound)):
         with pytest.raises(refusal):
             await sim.service.stream_deletion.delete(principal, RUN, "s")
     stream = await sim.service.definitions.get(ALICE, RUN, "s")
     assert (stream.head, stream.earliest, stream.deleted) == (2, 1, False)
     assert await append_numbers(sim, 3, 3) == (3,)
+    assert await sim.service.stream_deletion.delete(ALICE, RUN, "s") == \
+        StreamDeletionReport(3, 0)
+    await make_stream(sim, "other")
+    assert await sim.service.stream_deletion.delete(ADMIN, RUN, "other") == \
+        StreamDeletionReport(0, 0)
 
 
 async def test_a_caught_up_follower_ends_when_its_stream_is_deleted() -> None:

@@ -17,6 +17,7 @@ ADMIN = bearer(token(sub="root", scopes=("streams:read", "streams:write", "strea
 OTHER_ADMIN = bearer(token(tenant="t2", sub="root",
                            scopes=("streams:read", "streams:write", "streams:admin")))
 READ_ONLY = bearer(token(sub="viewer", scopes=("streams:read",)))
+OTHER_WRITER = bearer(token(sub="bob"))
 
 
 async def committed_object(api: httpx.AsyncClient, run_id: str, body: bytes) -> None:
@@ -91,17 +92,19 @@ async def test_a_held_stream_is_refused_until_released(api: httpx.AsyncClient,
     assert (deleted.status_code, deleted.json()["records_deleted"]) == (200, 1)
 
 
-async def test_writers_readers_and_other_tenants_may_not_and_leave_no_trace(
+async def test_readers_other_writers_and_other_tenants_may_not_and_leave_no_trace(
         api: httpx.AsyncClient, run_id: str) -> None:
-    await create_stream(api, run_id)
+    await create_stream(api, run_id, authorization={"readers": ["*"], "writers": ["alice"]})
     await append(api, run_id, "s", [1, 2])
     url = f"/runs/{run_id}/streams/s"
-    assert_problem(await api.delete(url), 403, "forbidden")
+    assert_problem(await api.delete(url, headers=OTHER_WRITER), 403, "forbidden")
     assert_problem(await api.delete(url, headers=READ_ONLY), 403, "forbidden")
     assert_problem(await api.delete(url, headers=OTHER_ADMIN), 404, "not_found")
     status = (await api.get(url)).json()["status"]
     assert (status["head"], status["earliest"], status["closed"]) == (2, 1, False)
     assert await append(api, run_id, "s", [3]) == [3]
+    deleted = await api.delete(url)  # alice, its writer
+    assert (deleted.status_code, deleted.json()["records_deleted"]) == (200, 3)
 
 
 async def test_an_open_follow_ends_when_its_stream_is_deleted(

@@ -39,8 +39,8 @@ async def delete_stream(
     stream_id: FromPath[str],
     caller: NamedDependency[Caller],
 ) -> dict[str, Any]:
-    """Delete a stream: its records and object bodies go, its id is never reused; needs
-    `streams:admin`; 409 `legal_hold` while held. A repeat answers zero counts."""
+    """Delete a stream: its records and object bodies go, its id is never reused; for its
+    writers and admins; 409 `legal_hold` while held. A repeat answers zero counts."""
     report = await caller.service.stream_deletion.delete(caller.principal, run_id, stream_id)
     return {"run_id": run_id, "stream_id": stream_id, "deleted": True,
             "records_deleted": report.records_deleted,

@@ -108,7 +108,7 @@ class AsyncRunnelClient(Client[httpx.AsyncClient, AsyncIterator[Record],
         return await run(self._http, calls.close_stream(run_id, stream_id))
 
     async def delete_stream(self, run_id: str, stream_id: str) -> dict[str, Any]:
-        """Delete the stream, its records and bodies (needs `streams:admin`): `{run_id,
+        """Delete the stream, its records and bodies (a writer's or an admin's): `{run_id,
         stream_id, deleted: true, records_deleted, objects_deleted}`, zero counts when it
         was deleted before; 409 `legal_hold` while held; its id is never reused (a create
         is 409 `stream_deleted`)."""

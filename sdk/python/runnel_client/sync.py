@@ -75,7 +75,7 @@ class RunnelClient(Client[httpx.Client, Iterator[Record], Iterator[Record | Live
         return run(self._http, calls.close_stream(run_id, stream_id))
 
     def delete_stream(self, run_id: str, stream_id: str) -> dict[str, Any]:
-        """Delete the stream (admin): `{run_id, stream_id, deleted, records_deleted,
+        """Delete the stream (a writer or an admin): `{run_id, stream_id, deleted, records_deleted,
         objects_deleted}`; 409 `legal_hold`."""
         return run(self._http, calls.delete_stream(run_id, stream_id))
 

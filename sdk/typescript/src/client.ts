@@ -125,7 +125,7 @@ export class RunnelClient {
   }
 
   /**
-   * Delete the stream, its records and bodies (`streams:admin`); zero counts when deleted
+   * Delete the stream, its records and bodies (a writer or an admin); zero counts when deleted
    * before. 409 `legal_hold` while held; its id is never reused (409 `stream_deleted`).
    */
   deleteStream(runId: string, streamId: string): Promise<DeleteResult> {

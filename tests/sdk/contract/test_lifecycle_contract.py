@@ -18,14 +18,15 @@ ADMIN_SCOPES = ("streams:read", "streams:write", "streams:admin")
 async def test_delete_erases_the_stream_and_its_id_is_not_reused(target: Target,
                                                                  run_id: str) -> None:
     async with target.async_client() as writer, \
+            target.async_client(target.mint(scopes=("streams:read",))) as reader, \
             target.async_client(target.mint(scopes=ADMIN_SCOPES)) as admin:
         stream = writer.stream(run_id, "s")
         await stream.create(DEFINITION)
         await stream.append([{"payload": 1}, {"payload": 2}])
         with pytest.raises(RunnelError) as refused:
-            await stream.delete()
+            await reader.stream(run_id, "s").delete()
         assert (refused.value.status, refused.value.code) == (403, "forbidden")
-        deleted = await admin.stream(run_id, "s").delete()
+        deleted = await stream.delete()
         assert deleted == {"run_id": run_id, "stream_id": "s", "deleted": True,
                            "records_deleted": 2, "objects_deleted": 0}
         again = await admin.delete_stream(run_id, "s")
