@@ -61,12 +61,19 @@ class StreamDeletion:
     async def expire_once(self, limit: int = 100) -> int:
         """Delete up to `limit` streams of this region whose expiry has passed; returns
         how many were deleted. Each is looked at again under its row lock: a hold placed
-        meanwhile keeps it."""
+        meanwhile keeps it. A stream that fails does not stop the others: the failures are
+        raised together at the end."""
         now = self._clock.now()
         deleted = 0
+        failures: list[Exception] = []
         for key in await self._store.expired_streams(now, limit, self._node.region):
-            if await self._delete(key, expired_at=now) is not None:
-                deleted += 1
+            try:
+                if await self._delete(key, expired_at=now) is not None:
+                    deleted += 1
+            except Exception as error:  # the next stream must not wait for this one
+                failures.append(error)
+        if failures:
+            raise ExceptionGroup(f"expiry failed on {len(failures)} stream(s)", failures)
         return deleted
 
     async def _delete(self, key: StreamKey, expired_at: datetime | None = None
