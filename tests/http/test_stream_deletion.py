@@ -146,3 +146,33 @@ async def test_an_expired_stream_is_not_found_and_its_id_is_spent(
     recreated = await api.post(f"/runs/{run_id}/streams", json={
         "stream_id": "s", "content_class": "output.text", "expires_after_seconds": 1})
     assert_problem(recreated, 409, "stream_deleted")
+
+
+async def test_appends_racing_a_delete_were_erased_with_it_or_refused(
+        api: httpx.AsyncClient, run_id: str) -> None:
+    await create_stream(api, run_id)
+    url = f"/runs/{run_id}/streams/s"
+    stored: list[int] = []
+
+    async def producer(name: int) -> None:
+        """Appends one record at a time until the stream is not found."""
+        for n in range(10_000):
+            response = await api.post(url + "/records",
+                                      json={"records": [{"payload": [name, n]}]})
+            if response.status_code == 404:
+                return
+            assert response.status_code == 201, response.text
+            stored.append(response.json()["sequences"][0])
+
+    producers = [asyncio.create_task(producer(name)) for name in range(4)]
+    async with asyncio.timeout(GUARD_SECONDS):
+        while len(stored) < 20:
+            await asyncio.sleep(0.01)
+        deleted = await api.delete(url, headers=ADMIN)
+        await asyncio.gather(*producers)
+    assert deleted.status_code == 200
+    # Every append answered 201 committed before the delete and is counted by it; every
+    # one after it was refused: no record survives the delete, none is stored after it.
+    assert deleted.json()["records_deleted"] == len(stored)
+    assert sorted(stored) == list(range(1, len(stored) + 1))
+    assert_problem(await api.get(url + "/records"), 404, "not_found")
