@@ -1,6 +1,6 @@
 """The `Stream` aggregate: a stream's pins and the counters every decision needs.
 
-It decides append, ack, close, legal hold, prune and erase. It never holds
+It decides append, ack, close, legal hold, prune, erase and delete. It never holds
 record bodies: those live in a records table, so retention, redaction and
 erasure never rewrite the event log. Each public command validates first and
 raises a `DomainError` without changing anything; only then does it trigger
