@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from application.access import DefinitionCache, definition_for_acking, stream_key
 from application.node import NodeSettings
+from application.ports.clock import Clock
 from application.ports.streams import StreamSession, StreamStore
 from domain.identifiers import validate_id
 from domain.principal import Principal
@@ -22,7 +23,8 @@ class Acknowledger:
     declaration may pin the principals allowed to ack it; otherwise any of the stream's
     readers may. Acks only move forward."""
 
-    def __init__(self, store: StreamStore, node: NodeSettings) -> None:
+    def __init__(self, store: StreamStore, clock: Clock, node: NodeSettings) -> None:
+        self._clock = clock
         self._node = node
         self._store = store
         self._definitions = DefinitionCache(store)
@@ -32,7 +34,7 @@ class Acknowledger:
         validate_id(consumer_id, "consumer_id")
         key = stream_key(principal, run_id, stream_id)
         definition = await definition_for_acking(self._definitions, principal, key,
-                                                 self._node.region)
+                                                 self._node.region, self._clock.now())
         definition.consumer_principals(consumer_id)  # an undeclared id: refused before any work
         return await self._store.transact(key, lambda session: _ack(
             session, consumer_id, sequence, principal.sub))

@@ -76,14 +76,14 @@ class Appender:
         key = stream_key(principal, run_id, stream_id)
         with store_budget(self._node.store_budget_seconds):  # the definition shares it
             definition = await definition_for_writing(self._definitions, principal, key,
-                                                      self._node.region)
+                                                      self._node.region, self._clock.now())
             if not isinstance(records, list) or not records:
                 raise InvalidRecord("records must be a non-empty list")
             redaction = definition.redaction
             drafts = [draft_from_wire(item, redaction.mask, redaction.allow_unmasked_bodies,
                                       message_batches) for item in records]
             if definition.mode == "best_effort":
-                stream = await load_stream(self._store, key)
+                stream = await load_stream(self._store, key, self._clock.now())
                 stream.ensure_open(nothing_more_is="sent")
                 published = await self._live.publish_drafts(key, drafts)
                 return AppendResult((), stream.head, 0, published)
@@ -93,7 +93,8 @@ class Appender:
     async def ensure_writer(self, principal: Principal, run_id: str, stream_id: str) -> None:
         """Refuse as `append` would for who may append here, on the pins alone."""
         await definition_for_writing(self._definitions, principal,
-                                     stream_key(principal, run_id, stream_id), self._node.region)
+                                     stream_key(principal, run_id, stream_id), self._node.region,
+                                     self._clock.now())
 
     async def append_drafts(self, key: StreamKey, drafts: Sequence[Draft]) -> AppendResult:
         return await self._store.transact(key, lambda session: self.append_in(session, drafts))
@@ -102,6 +103,7 @@ class Appender:
         """Append validated drafts inside a unit of work the caller holds (object commit
         stages its intent in the same transaction). Acts on the session only, so a
         store may run it again (`StreamStore.transact`)."""
+        session.stream.ensure_live(self._clock.now())
         session.stream.ensure_not_erased(session.run_erased)
         keys = [draft.idempotency_key for draft in drafts if draft.idempotency_key]
         receipts = await session.receipts(keys) if keys else {}

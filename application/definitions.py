@@ -12,7 +12,7 @@ from application.node import NodeSettings
 from application.ports.clock import Clock
 from application.ports.streams import StreamStore
 from domain.definition import build_definition
-from domain.errors import DefinitionConflict, NotFound
+from domain.errors import DefinitionConflict, NotFound, StreamDeleted
 from domain.principal import Principal, Scope, may_read
 from domain.residency import (
     ensure_may_serve_metadata_here,
@@ -36,7 +36,8 @@ class StreamListing:
 
 
 class StreamDefinitions:
-    """Create is idempotent for an identical definition and refuses any other (409)."""
+    """Create is idempotent for an identical definition and refuses any other (409), and
+    the id of a deleted stream (409 `stream_deleted`)."""
 
     def __init__(self, store: StreamStore, clock: Clock, node: NodeSettings) -> None:
         self._store = store
@@ -53,6 +54,9 @@ class StreamDefinitions:
         key = run.stream(definition.stream_id)
         stream, created = await self._store.create(
             Stream.start(key, definition, self._clock.now()), self._node.max_streams_per_run)
+        if stream.deleted or stream.expired(self._clock.now()):
+            raise StreamDeleted("a stream with this id was deleted; its id is not reused",
+                                stream_id=definition.stream_id)
         if stream.definition != definition:
             raise DefinitionConflict("stream exists with a different definition",
                                      stream_id=definition.stream_id)
@@ -61,13 +65,14 @@ class StreamDefinitions:
     async def get(self, principal: Principal, run_id: str, stream_id: str) -> Stream:
         key = stream_key(principal, run_id, stream_id)
         return await stream_for_reading(self._store, principal, key, self._node.region,
-                                        content=False)
+                                        content=False, now=self._clock.now())
 
     async def get_for_writing(self, principal: Principal, run_id: str,
                               stream_id: str) -> Stream:
         """The stream, if the principal is among its writers and this node may write it."""
         key = stream_key(principal, run_id, stream_id)
-        return await stream_for_writing(self._store, principal, key, self._node.region)
+        return await stream_for_writing(self._store, principal, key, self._node.region,
+                                        self._clock.now())
 
     async def list(self, principal: Principal, run_id: str, cursor: str | None = None,
                    limit: int = DEFAULT_LISTING_LIMIT) -> StreamListing:
@@ -86,6 +91,8 @@ class StreamDefinitions:
                 if may_serve_metadata_here(stream.definition.placement, self._node.region)]
         if streams and not here and cursor is None and not more:
             ensure_may_serve_metadata_here(streams[0].definition.placement, self._node.region)
+        now = self._clock.now()
         readable = [stream for stream in here
-                    if may_read(stream.definition.authorization, principal)]
+                    if not stream.deleted and not stream.expired(now)
+                    and may_read(stream.definition.authorization, principal)]
         return StreamListing(readable, streams[-1].stream_id if more else None)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from application.access import stream_for_reading, stream_key
 from application.node import NodeSettings
+from application.ports.clock import Clock
 from application.ports.outboxes import Delivery, DeliveryOutbox, DeliveryRedrive
 from application.ports.streams import StreamStore
 from domain.principal import Principal
@@ -34,15 +35,17 @@ class DeliveryInspection:
     """Guarded like a stream's status (read scope, reader pins, metadata served here): an
     output stream has no deliveries and answers zeros."""
 
-    def __init__(self, store: StreamStore, outbox: DeliveryOutbox, node: NodeSettings) -> None:
+    def __init__(self, store: StreamStore, outbox: DeliveryOutbox, clock: Clock,
+                 node: NodeSettings) -> None:
         self._store = store
         self._outbox = outbox
+        self._clock = clock
         self._node = node
 
     async def report(self, principal: Principal, run_id: str, stream_id: str) -> DeliveryReport:
         key = stream_key(principal, run_id, stream_id)
         stream = await stream_for_reading(self._store, principal, key, self._node.region,
-                                          content=False)
+                                          content=False, now=self._clock.now())
         direction = stream.definition.direction
         if direction != "input":
             return DeliveryReport(direction, 0, (), 0)

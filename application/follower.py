@@ -7,13 +7,16 @@ pruned cursor is an HTTP error, not a broken stream; the loop itself is `OpenFol
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from typing import Literal, Protocol
 
 from application.access import stream_for_reading, stream_key
+from application.follow_frames import EndFrame, RecordFrame, ResyncFrame
 from application.follow_loop import OpenFollow
 from application.node import NodeSettings
+from application.ports.clock import Clock
 from application.ports.errors import NodeDraining
 from application.ports.records import RecordReader
 from application.ports.streams import StreamStore
@@ -39,7 +42,8 @@ class Follower:
     when its credential is revoked (`watch_revocations`)."""
 
     def __init__(self, store: StreamStore, reader: RecordReader, bus: WakeBus, gaps: GapEvidence,
-                 node: NodeSettings, slots: SubscriptionSlots) -> None:
+                 node: NodeSettings, slots: SubscriptionSlots, clock: Clock) -> None:
+        self._clock = clock
         self._store = store
         self._reader = reader
         self._bus = bus
@@ -57,7 +61,7 @@ class Follower:
         token, which stands in for one."""
         key = stream_key(principal, run_id, stream_id)
         stream = await stream_for_reading(self._store, principal, key, self._node.region,
-                                          content=True)
+                                          content=True, now=self._clock.now())
         return key, stream
 
     async def open(self, principal: Principal, run_id: str, stream_id: str, after: int,
@@ -118,6 +122,22 @@ class Follower:
 
     def forget(self, follow: Endable) -> None:
         self._open.pop(follow, None)
+
+    async def wait_beyond(self, principal: Principal, run_id: str, stream_id: str, after: int,
+                          timeout: float) -> None:
+        """Wait at most `timeout` seconds for a record above `after`, the close, or the end
+        of the follow (a resync, a drain), holding a subscription slot meanwhile (429 at
+        the principal's cap) and no database connection (a long-polled read)."""
+        follow = await self.open(principal, run_id, stream_id, after)
+        try:
+            async with asyncio.timeout(timeout):
+                async for frame in follow.frames():
+                    if isinstance(frame, RecordFrame | EndFrame | ResyncFrame):
+                        return
+        except TimeoutError:
+            return
+        finally:
+            await follow.close()
 
     def _forget(self, follow: OpenFollow) -> None:
         self.forget(follow)

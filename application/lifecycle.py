@@ -47,7 +47,8 @@ class StreamLifecycle:
     async def close(self, principal: Principal, run_id: str, stream_id: str) -> int:
         """Idempotent; returns the head at close."""
         key = stream_key(principal, run_id, stream_id)
-        await stream_for_writing(self._store, principal, key, self._node.region)
+        await stream_for_writing(self._store, principal, key, self._node.region,
+                                 self._clock.now())
         async with self._store.lock(key) as session:
             session.stream.close()
             return session.stream.head
@@ -66,7 +67,7 @@ class StreamLifecycle:
             raise InvalidRecord(f"reason must be at most {HOLD_REASON_MAX_LENGTH} characters "
                                 "of storable text", field="reason")
         key = stream_key(principal, run_id, stream_id)
-        stream = await load_stream(self._store, key)
+        stream = await load_stream(self._store, key, None)
         ensure_may_write_here(stream.definition.placement, self._node.region)
         async with self._store.lock(key) as session:
             session.stream.set_legal_hold(held, reason)

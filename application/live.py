@@ -8,6 +8,7 @@ from typing import Any
 
 from application.access import stream_for_writing, stream_key
 from application.node import NodeSettings
+from application.ports.clock import Clock
 from application.ports.streams import StreamStore
 from application.ports.waking import LiveDraft, WakeBus
 from domain.errors import InvalidRecord
@@ -30,9 +31,11 @@ class LivePublishing:
     order readers see, so every chunk answered before a close reaches each connected
     reader before that close's `end` (ADR 0056)."""
 
-    def __init__(self, store: StreamStore, bus: WakeBus, node: NodeSettings) -> None:
+    def __init__(self, store: StreamStore, bus: WakeBus, clock: Clock,
+                 node: NodeSettings) -> None:
         self._store = store
         self._bus = bus
+        self._clock = clock
         self._node = node
 
     async def publish(self, principal: Principal, run_id: str, stream_id: str,
@@ -48,7 +51,8 @@ class LivePublishing:
         if attempt is not None and (not isinstance(attempt, int) or attempt < 1):
             raise InvalidRecord("attempt must be a positive integer")
         key = stream_key(principal, run_id, stream_id)
-        stream = await stream_for_writing(self._store, principal, key, self._node.region)
+        stream = await stream_for_writing(self._store, principal, key, self._node.region,
+                                          self._clock.now())
         stream.ensure_open(nothing_more_is="sent")
         redaction = stream.definition.redaction
         # Every chunk is masked or refused before the first is sent: a refusal sends none.

@@ -52,7 +52,8 @@ class Objects:
                       pins: ObjectPins) -> tuple[ObjectIntent, bool]:
         """Same idempotency key → same intent (True when created now)."""
         key = stream_key(principal, run_id, stream_id)
-        stream = await stream_for_writing(self._store, principal, key, self._node.region)
+        stream = await stream_for_writing(self._store, principal, key, self._node.region,
+                                          self._clock.now())
         pins.validate()
         refuse_unmaskable(stream.definition, pins.content_type)
         region = self._region_for_bodies(stream.definition.placement)
@@ -90,7 +91,8 @@ class Objects:
         live meanwhile (aborted, expired, erased) the body is removed again.
         """
         key = stream_key(principal, run_id, stream_id)
-        await stream_for_writing(self._store, principal, key, self._node.region)
+        await stream_for_writing(self._store, principal, key, self._node.region,
+                                 self._clock.now())
         intent = await self._intent(key, object_id)
         intent.ensure_owned_by(principal)  # before the body is read
         await self._refuse_if_expired(key, intent)
@@ -114,7 +116,8 @@ class Objects:
         and abort are for the preparing principal or an admin (the receipt is immutable,
         so checking it once, before anything changes, is enough)."""
         key = stream_key(principal, run_id, stream_id)
-        stream = await stream_for_writing(self._store, principal, key, self._node.region)
+        stream = await stream_for_writing(self._store, principal, key, self._node.region,
+                                          self._clock.now())
         (await self._intent(key, object_id)).ensure_owned_by(principal)
         return await self._appender.under_unread_policy(
             key, stream.definition.credit,
@@ -147,7 +150,8 @@ class Objects:
     async def abort(self, principal: Principal, run_id: str, stream_id: str,
                     object_id: str) -> ObjectIntent:
         key = stream_key(principal, run_id, stream_id)
-        await stream_for_writing(self._store, principal, key, self._node.region)
+        await stream_for_writing(self._store, principal, key, self._node.region,
+                                 self._clock.now())
         async with self._store.lock(key) as session:
             intent = await self._locked_intent(session, object_id)
             intent.ensure_owned_by(principal)
@@ -164,7 +168,8 @@ class Objects:
     async def get(self, principal: Principal, run_id: str, stream_id: str,
                   object_id: str) -> ObjectIntent:
         key = stream_key(principal, run_id, stream_id)
-        await stream_for_reading(self._store, principal, key, self._node.region, content=False)
+        await stream_for_reading(self._store, principal, key, self._node.region, content=False,
+                                 now=self._clock.now())
         return await self._intent(key, object_id)
 
     async def body(self, principal: Principal, run_id: str, stream_id: str,
@@ -172,7 +177,7 @@ class Objects:
         """Only committed bodies are served, and only where the pins allow egress."""
         key = stream_key(principal, run_id, stream_id)
         stream = await stream_for_reading(self._store, principal, key, self._node.region,
-                                          content=True)
+                                          content=True, now=self._clock.now())
         intent = await self._intent(key, object_id)
         if intent.current_state is not IntentState.COMMITTED:
             raise NotFound("object body not available")

@@ -54,7 +54,7 @@ class DeadLetterRedrive:
         stream's lowest dead letters."""
         principal.require_scope(Scope.ADMIN)
         key = stream_key(principal, run_id, stream_id)
-        stream = await load_stream(self._store, key)
+        stream = await load_stream(self._store, key, self._clock.now())
         ensure_may_write_here(stream.definition.placement, self._node.region)
         stream.ensure_not_erased(nothing_more_is="re-driven")
         if stream.definition.direction != "input":

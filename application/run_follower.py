@@ -6,6 +6,8 @@ Rules:
 - the run is refused as a whole only for what a follow of any of its streams would be:
   no `streams:read` (403), a malformed id or a run the token may not see or that holds no
   stream (404), a cursor beyond a covered stream's head (400), no slot left (429);
+- a deleted stream (a tombstone, ADR 0075) or one past its expiry (ADR 0076) is absent,
+  as it is to a single-stream follow;
 - a stream is covered when the caller may read its content (readers pin) and this node
   may serve it (egress regions), and the filter admits it; any other stream is absent,
   from the frames and from every cursor the run follow writes, whatever the request
@@ -23,6 +25,7 @@ from application.access import run_key
 from application.follow_loop import OpenFollow
 from application.follower import Follower
 from application.node import NodeSettings
+from application.ports.clock import Clock
 from application.ports.streams import StreamStore
 from application.run_follow import RunFollow, RunStreams
 from domain.errors import NotFound, TooManyStreamsToFollow
@@ -37,8 +40,10 @@ EVERY_STREAM = RunFilter()
 
 
 class RunFollower:
-    def __init__(self, store: StreamStore, follower: Follower, node: NodeSettings) -> None:
+    def __init__(self, store: StreamStore, follower: Follower, node: NodeSettings,
+                 clock: Clock) -> None:
         self._store = store
+        self._clock = clock
         self._follower = follower
         self._node = node
 
@@ -79,7 +84,9 @@ class RunFollower:
 
     async def _list(self, principal: Principal, run: RunKey, wanted: RunFilter) -> RunStreams:
         streams = await self._store.list_run(run)
-        covered = [stream for stream in streams if self._covers(principal, wanted, stream)]
+        now = self._clock.now()
+        covered = [stream for stream in streams if not stream.deleted
+                   and not stream.expired(now) and self._covers(principal, wanted, stream)]
         return RunStreams(covered, bool(streams),
                           bool(streams) and all(stream.erased for stream in streams))
 

@@ -23,6 +23,7 @@ from application.redrive import DeadLetterRedrive
 from application.retention import RetentionPruner
 from application.run_catalog import RunCatalog
 from application.run_follower import RunFollower
+from application.stream_deletion import StreamDeletion
 
 
 @dataclass(frozen=True)
@@ -44,5 +45,6 @@ class RunnelService:
     delivery_inspection: DeliveryInspection
     redrive: DeadLetterRedrive
     run_follower: RunFollower
+    stream_deletion: StreamDeletion
     maintenance: StorageMaintenance | None = None
     """None when the ports have no `upkeep`."""

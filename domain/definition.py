@@ -40,6 +40,8 @@ from domain.text import first_unstorable
 __all__ = ["FORBIDDEN_CONTENT_CLASSES", "StreamDefinition", "build_definition"]
 
 MAX_CONSUMERS = 64
+MAX_EXPIRES_AFTER_SECONDS = 10 * 366 * 24 * 3600
+"""Ten years: a stream pinned to expire does so within a span anyone can reason about."""
 
 
 class StreamDefinition(Pins):
@@ -51,6 +53,8 @@ class StreamDefinition(Pins):
     content_class: str = Field(min_length=1, max_length=128)
     credit: CreditPins = CreditPins()
     retention: RetentionPins = RetentionPins()
+    expires_after_seconds: int | None = Field(None, gt=0, le=MAX_EXPIRES_AFTER_SECONDS)
+    """Seconds after its creation at which the whole stream is deleted (docs/adr/0076)."""
     redaction: RedactionPins = RedactionPins()
     placement: PlacementPins
     authorization: AuthorizationPins = AuthorizationPins()

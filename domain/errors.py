@@ -219,3 +219,16 @@ class RedactionUnenforceable(DomainError):
     stream that does not pin `redaction.allow_unmasked_bodies`."""
 
     code = "redaction_unenforceable"
+
+
+class StreamDeleted(DomainError):
+    """The stream id was used by a stream that was deleted: the id is never reused, so an
+    old cursor never reads a new stream's records as its own (docs/adr/0075)."""
+
+    code = "stream_deleted"
+
+
+class InvalidWait(DomainError):
+    """A long-poll `wait` that is not a number of seconds within the server's bound."""
+
+    code = "invalid_wait"

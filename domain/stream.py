@@ -1,6 +1,6 @@
 """The `Stream` aggregate: a stream's pins and the counters every decision needs.
 
-It decides append, ack, close, legal hold, prune and erase. It never holds
+It decides append, ack, close, legal hold, prune, erase and delete. It never holds
 record bodies: those live in a records table, so retention, redaction and
 erasure never rewrite the event log. Each public command validates first and
 raises a `DomainError` without changing anything; only then does it trigger
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -32,6 +32,7 @@ from domain.errors import (
     Backpressure,
     ConsumerScope,
     InvalidRecord,
+    NotFound,
     QuotaExhausted,
     RunErased,
     StreamClosed,
@@ -79,6 +80,10 @@ class Stream(Aggregate):
     class_version = 3
     """2: acks of declared consumers only, no first-acker owners (`upcast_v1_v2`).
     3: byte offsets instead of the unread records' sizes (`upcast_v2_v3`)."""
+
+    deleted = False
+    """Whether the stream was deleted (`delete`); a class default, so snapshots from
+    before stream deletion load as not deleted."""
 
     @staticmethod
     def create_id(tenant: str, run_id: str, stream_id: str, **_: Any) -> UUID:
@@ -160,10 +165,34 @@ class Stream(Aggregate):
 
     # -- guards ----------------------------------------------------------
 
+    def ensure_exists(self) -> None:
+        """A deleted stream is not found, for every command (its row is a tombstone)."""
+        if self.deleted:
+            raise NotFound("stream not found")
+
+    @property
+    def expires_at(self) -> datetime | None:
+        """When the `expires_after_seconds` pin deletes the stream, counted from creation."""
+        seconds = self.definition.expires_after_seconds
+        return None if seconds is None else self.created_at + timedelta(seconds=seconds)
+
+    def expired(self, now: datetime) -> bool:
+        expires_at = self.expires_at
+        return expires_at is not None and now >= expires_at
+
+    def ensure_live(self, now: datetime) -> None:
+        """An expired stream is not found from its expiry on, before the sweep deletes it,
+        like a deleted one."""
+        self.ensure_exists()
+        if self.expired(now):
+            raise NotFound("stream not found")
+
     def ensure_not_erased(self, run_erased: bool = False, *, nothing_more_is: str = "stored"
                           ) -> None:
         """Nothing more is stored in an erased run: not on its erased streams, nor (under the
-        row lock, `run_erased`) on one the eraser has not sealed yet."""
+        row lock, `run_erased`) on one the eraser has not sealed yet. A deleted stream is
+        not found."""
+        self.ensure_exists()
         if self.erased or run_erased:
             raise RunErased(f"the run was erased; nothing more is {nothing_more_is}")
 
@@ -332,6 +361,7 @@ class Stream(Aggregate):
         stored byte offset, read under the row lock; it is needed only when
         `offset_needed(sequence)` (`OffsetNeeded` otherwise, after every refusal).
         """
+        self.ensure_exists()
         allowed = self.definition.consumer_principals(consumer_id)
         if allowed is not None and principal not in allowed:
             raise ConsumerScope(f"principal may not ack consumer {consumer_id!r}",
@@ -388,6 +418,7 @@ class Stream(Aggregate):
 
     def close(self) -> bool:
         """Close for appends; idempotent (returns False when already closed)."""
+        self.ensure_exists()
         if self.closed:
             return False
         self.trigger_event(self.Closed)
@@ -399,6 +430,7 @@ class Stream(Aggregate):
             stream.closed = True
 
     def set_legal_hold(self, held: bool, reason: str | None) -> bool:
+        self.ensure_exists()
         if held == self.legal_hold and reason == self.hold_reason:
             return False
         self.trigger_event(self.LegalHoldSet, held=held, reason=reason)
@@ -469,6 +501,30 @@ class Stream(Aggregate):
         def apply(self, aggregate: Any) -> None:
             stream: Stream = aggregate
             stream.reservations = {}  # its live intents are aborted with it
+            stream.erased = True
+            stream.closed = True
+            stream.earliest = stream.head + 1
+            stream._raise_floor(stream.head, stream.head_offset)
+
+    def delete(self) -> bool:
+        """Delete the stream for good: its records and open intents go (the caller removes
+        them and aborts the intents), and its row stays as a tombstone that keeps the head
+        and answers not found, so the id is never reused (docs/adr/0075). Refused under
+        legal hold. Returns False when already deleted (a retry changes nothing)."""
+        if self.deleted:
+            return False
+        if self.legal_hold:
+            raise StreamHeld("stream is under legal hold")
+        self.trigger_event(self.Deleted)
+        return True
+
+    class Deleted(Aggregate.Event):
+        """Deleted, and so erased and closed: nothing is retained and nothing more stored."""
+
+        def apply(self, aggregate: Any) -> None:
+            stream: Stream = aggregate
+            stream.deleted = True
+            stream.reservations = {}
             stream.erased = True
             stream.closed = True
             stream.earliest = stream.head + 1

@@ -192,6 +192,13 @@ class MemoryStreamStore:
                 and _home(data.stream) == home]
         return keys[:max(0, limit)]
 
+    async def expired_streams(self, now: datetime, limit: int,
+                              home: str) -> Sequence[StreamKey]:
+        expired = sorted((data.stream.created_at, key) for key, data in self._streams.items()
+                         if _home(data.stream) == home and not data.stream.legal_hold
+                         and not data.stream.erased and data.stream.expired(now))
+        return [key for _, key in expired[:max(0, limit)]]
+
     async def expired_intents(self, now: datetime, limit: int,
                               home: str) -> Sequence[tuple[StreamKey, str]]:
         expired = sorted(

@@ -116,6 +116,15 @@ ORDER BY tenant, run_id, stream_id
 LIMIT $4
 """
 
+_EXPIRED_STREAMS = """
+SELECT tenant, run_id, stream_id FROM streams
+WHERE NOT legal_hold AND NOT erased AND definition->'placement'->>'metadata_home' = $3
+  AND definition->>'expires_after_seconds' IS NOT NULL
+  AND created_at + (definition->>'expires_after_seconds')::bigint * interval '1 second' <= $1
+ORDER BY created_at, tenant, run_id, stream_id
+LIMIT $2
+"""
+
 _EXPIRED_INTENTS = """
 SELECT s.tenant, s.run_id, s.stream_id, i.id FROM object_intents AS i
 JOIN streams AS s ON s.id = i.stream
@@ -206,6 +215,13 @@ class PostgresStreamStore:
             return []
         bound = (after.tenant, after.run_id, after.stream_id) if after else (None, None, None)
         rows = await self._pool.fetch(_WITH_RETENTION, *bound, limit, home)
+        return [StreamKey(row["tenant"], row["run_id"], row["stream_id"]) for row in rows]
+
+    async def expired_streams(self, now: datetime, limit: int,
+                              home: str) -> Sequence[StreamKey]:
+        if limit <= 0:
+            return []
+        rows = await self._pool.fetch(_EXPIRED_STREAMS, now, limit, home)
         return [StreamKey(row["tenant"], row["run_id"], row["stream_id"]) for row in rows]
 
     async def expired_intents(self, now: datetime, limit: int,

@@ -145,6 +145,13 @@ class StreamStore(Protocol):
         list, paged by key."""
         ...
 
+    async def expired_streams(self, now: datetime, limit: int,
+                              home: str) -> Sequence[StreamKey]:
+        """Up to `limit` keys of streams homed in `home` whose `expires_after_seconds` pin
+        has passed at `now` (counted from `created_at`), earliest created first; streams
+        under legal hold, deleted or erased are left out."""
+        ...
+
     async def expired_intents(self, now: datetime, limit: int,
                               home: str) -> Sequence[tuple[StreamKey, str]]:
         """Up to `limit` (stream, object id) pairs of intents of streams homed in `home`,

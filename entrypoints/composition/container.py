@@ -63,6 +63,7 @@ from application.retention import RetentionPruner
 from application.run_catalog import RunCatalog
 from application.run_follower import RunFollower
 from application.service import RunnelService
+from application.stream_deletion import StreamDeletion
 from application.subscription_slots import SubscriptionSlots
 from entrypoints.composition.backend import open_postgres_backend
 from entrypoints.composition.object_stores import open_object_store
@@ -124,15 +125,15 @@ class NodeContainer(containers.DeclarativeContainer):
         metered_wait_service, wait_service, settings.provided.wait_service_kind.call(), metrics)
     """The wait service as the dispatcher uses it: each delivery counted (ADR 0014)."""
 
-    live = providers.Singleton(LivePublishing, store, bus, node)
+    live = providers.Singleton(LivePublishing, store, bus, clock, node)
     appender = providers.Singleton(Appender, store, bus, clock, node, live)
     body_deleter = providers.Singleton(BodyDeleter, deletions, store, object_store, clock, node)
     definitions = providers.Singleton(StreamDefinitions, store, clock, node)
-    reading = providers.Singleton(RecordReading, store, reader, node)
     slots = providers.Singleton(SubscriptionSlots, leases, clock, node)
-    follower = providers.Singleton(Follower, store, reader, bus, gaps, node, slots)
-    run_follower = providers.Singleton(RunFollower, store, follower, node)
-    acknowledger = providers.Singleton(Acknowledger, store, node)
+    follower = providers.Singleton(Follower, store, reader, bus, gaps, node, slots, clock)
+    run_follower = providers.Singleton(RunFollower, store, follower, node, clock)
+    reading = providers.Singleton(RecordReading, store, reader, clock, node, follower)
+    acknowledger = providers.Singleton(Acknowledger, store, clock, node)
     lifecycle = providers.Singleton(StreamLifecycle, store, deletions, body_deleter, clock, node)
     objects = providers.Singleton(Objects, store, object_store, appender, body_deleter, clock,
                                   node)
@@ -141,8 +142,9 @@ class NodeContainer(containers.DeclarativeContainer):
     intent_reaper = providers.Singleton(IntentReaper, store, clock, node.provided.region)
     orphan_sweeper = providers.Singleton(OrphanSweeper, store, object_store, clock, node)
     run_catalog = providers.Singleton(RunCatalog, store)
-    delivery_inspection = providers.Singleton(DeliveryInspection, store, outbox, node)
+    delivery_inspection = providers.Singleton(DeliveryInspection, store, outbox, clock, node)
     redrive = providers.Singleton(DeadLetterRedrive, store, outbox, clock, node)
+    stream_deletion = providers.Singleton(StreamDeletion, store, body_deleter, clock, node)
     maintenance = providers.Singleton(storage_maintenance, upkeep, clock, node)
 
     service = providers.Singleton(
@@ -151,7 +153,7 @@ class NodeContainer(containers.DeclarativeContainer):
         live=live, retention=retention, dispatcher=dispatcher, intent_reaper=intent_reaper,
         body_deleter=body_deleter, orphan_sweeper=orphan_sweeper, run_catalog=run_catalog,
         delivery_inspection=delivery_inspection, redrive=redrive, run_follower=run_follower,
-        maintenance=maintenance)
+        maintenance=maintenance, stream_deletion=stream_deletion)
 
 
 async def provided(provider: providers.Provider[T]) -> T:

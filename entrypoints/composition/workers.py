@@ -88,6 +88,9 @@ def workers(service: RunnelService, settings: Settings, me: str,
                tick),
         Worker("retention", led(leadership, service.retention.prune_all), None, tick),
         Worker("intent-reaper", lambda: service.intent_reaper.reap_once(BATCH), BATCH, tick),
+        # Scans the region's streams for the pin: in the leading process only, as retention.
+        Worker("stream-expiry", led(leadership, lambda: service.stream_deletion.expire_once(
+            BATCH)), BATCH, tick),
         Worker("body-deletion", lambda: service.body_deleter.delete_once(me, BATCH), BATCH, tick),
         # Lists every body of every region: far less often than the other loops.
         Worker("orphan-sweep", led(leadership, lambda: service.orphan_sweeper.sweep(regions)), None,

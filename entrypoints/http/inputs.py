@@ -2,22 +2,26 @@
 
 Cursors are non-negative integers of at most 19 digits; anything else
 (including a garbage `Last-Event-ID`) is 400 `invalid_cursor`, never a 500; a `limit`
-that is not a non-negative integer is 400 `invalid_limit`.
+that is not a non-negative integer is 400 `invalid_limit`; a `wait` that is not a
+non-negative decimal number of seconds is 400 `invalid_wait` (its bound is the reading use
+case's rule).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from application.reading import DEFAULT_LIMIT
 from domain.cursor import parse_cursor
-from domain.errors import InvalidLimit, InvalidRecord
+from domain.errors import InvalidLimit, InvalidRecord, InvalidWait
 from domain.masking import MAX_JSON_DEPTH
 from domain.records import Submitted
 from domain.run_cursor import RunCursor
 
 MAX_LIMIT_DIGITS = 7
+_WAIT = re.compile(r"[0-9]{1,6}(\.[0-9]{1,6})?")
 
 
 def subscribe_cursor(after: str | None, last_event_id: str | None) -> int:
@@ -41,6 +45,16 @@ def run_subscribe_cursor(after: str | None, last_event_id: str | None) -> RunCur
 
 def read_cursor(after: str | None) -> int:
     return parse_cursor(after, "after") or 0
+
+
+def wait_seconds(raw: str | None) -> float:
+    """The long-poll wait as given (absent: 0, no wait)."""
+    if raw is None:
+        return 0.0
+    text = raw.strip()
+    if not _WAIT.fullmatch(text):
+        raise InvalidWait("wait must be a number of seconds", field="wait")
+    return float(text)
 
 
 def page_limit(raw: str | None) -> int:

@@ -33,7 +33,7 @@ from litestar.plugins import OpenAPISchemaPlugin
 from litestar.typing import FieldDefinition
 
 from application.live import MAX_CHUNKS_PER_REQUEST
-from application.reading import DEFAULT_LIMIT, MAX_LIMIT
+from application.reading import DEFAULT_LIMIT, MAX_LIMIT, MAX_WAIT_SECONDS
 from domain.cursor import MAX_SEQUENCE
 from domain.definition import FORBIDDEN_CONTENT_CLASSES, StreamDefinition
 from domain.identifiers import OBJECT_ID_REGEX, id_json_schema
@@ -225,10 +225,16 @@ def limit_schema() -> JsonSchema:
     return {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT}
 
 
+def wait_schema() -> JsonSchema:
+    """`wait` (`inputs.wait_seconds`, then the reading use case's bound)."""
+    return {"type": "number", "minimum": 0, "maximum": MAX_WAIT_SECONDS, "default": 0}
+
+
 CursorText = Annotated[str, Published(cursor_schema())]
 """A cursor as its text arrives (parsed by `entrypoints.http.inputs`), published as the
 integer it must spell."""
 LimitText = Annotated[str, Published(limit_schema())]
+WaitText = Annotated[str, Published(wait_schema())]
 
 
 @dataclass

@@ -130,6 +130,12 @@ def erased() -> JsonSchema:
                  elsewhere={"type": "array", "items": elsewhere})
 
 
+def stream_deleted() -> JsonSchema:
+    return shape({"run_id": ID_FIELDS["run_id"], "stream_id": ID_FIELDS["stream_id"],
+                  "deleted": {"const": True}, "records_deleted": INTEGER,
+                  "objects_deleted": INTEGER})
+
+
 STATES = ["prepared", "uploaded", "committed", "aborted", "expired"]
 
 

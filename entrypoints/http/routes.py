@@ -102,7 +102,8 @@ def api_router(settings: Settings, callers: Callers) -> Router:
              responses={**answers(202, schema=shapes.accepted()),
                         **problems(409, 410, 413, 421, 422)})(live.publish_live),
         get(STREAM + "/records", summary="Read records above a cursor", tags=["records"],
-            responses={**answers(200, schema=shapes.records_page()), **problems(403, 410)})(
+            responses={**answers(200, schema=shapes.records_page()),
+                       **problems(403, 410, 429)})(
             records.read_records),
         get(STREAM + "/subscribe", summary="Follow a stream (Server-Sent Events)",
             tags=["records"], media_type="text/event-stream", middleware=[release_on_exit],
@@ -135,6 +136,9 @@ def api_router(settings: Settings, callers: Callers) -> Router:
             responses={**answers(200, schema=shapes.legal_hold()),
                        **problems(413, 421, 422, 503)})(lifecycle.set_legal_hold),
         *object_handlers(settings),
+        delete(STREAM, status_code=200, summary="Delete a stream", tags=["streams"],
+               responses={**answers(200, schema=shapes.stream_deleted()),
+                          **problems(409, 421, 503)})(lifecycle.delete_stream),
         delete(RUN, status_code=200, summary="Erase a run", tags=["runs"],
                responses={**answers(200, schema=shapes.erased()), **problems(421, 503)})(
             lifecycle.erase_run),

@@ -93,6 +93,10 @@ class MeteredStreamStore:
                                      home: str) -> Sequence[StreamKey]:
         return await self._inner.streams_with_retention(after, limit, home)
 
+    async def expired_streams(self, now: datetime, limit: int,
+                              home: str) -> Sequence[StreamKey]:
+        return await self._inner.expired_streams(now, limit, home)
+
     async def expired_intents(self, now: datetime, limit: int,
                               home: str) -> Sequence[tuple[StreamKey, str]]:
         return await self._inner.expired_intents(now, limit, home)

@@ -28,6 +28,7 @@ async def test_a_minimal_definition_gets_every_default_filled() -> None:
                    "max_open_objects": 100,
                    "on_unread_full": "reject", "block_timeout_seconds": 5.0},
         "retention": {"max_age_seconds": None, "max_records": None},
+        "expires_after_seconds": None,
         "redaction": {"mask": [], "allow_unmasked_bodies": False},
         "placement": {"metadata_home": "eu-1", "metadata_replicas": [],
                       "object_regions": ["eu-1"], "client_egress_regions": ["eu-1"],

@@ -54,7 +54,7 @@ async def test_a_follow_of_a_drained_node_resumes_elsewhere_losing_nothing() -> 
     # Another node on the same store: a follower of its own, not draining.
     ports = sim.ports
     elsewhere = Follower(ports.store, ports.reader, ports.bus, ports.gaps,
-                         NodeSettings(page_size=2), sim.service.follower.slots)
+                         NodeSettings(page_size=2), sim.service.follower.slots, sim.ports.clock)
     resumed = await elsewhere.open(ALICE, RUN, "s", after=3)
     try:
         rest = await drain(resumed.frames())

@@ -38,6 +38,7 @@ from tests.application.support import (
     RUN,
     append_numbers,
     definition,
+    fake_clock,
     key,
     make_stream,
 )
@@ -497,3 +498,23 @@ async def test_revoking_the_token_ends_the_run_follow_at_once_with_its_cursor() 
             await follow.close()
             await spared.close()
     assert sim.service.follower.slots.held == 0
+
+
+async def test_deleted_and_expired_streams_are_absent_as_to_a_single_stream_follow() -> None:
+    sim = simulation(node=FAST)
+    for stream_id in ("gone", "kept"):
+        await make_stream(sim, stream_id)
+        await append_numbers(sim, 1, 2, stream_id)
+    await make_stream(sim, "brief", expires_after_seconds=60)
+    await append_numbers(sim, 1, 2, "brief")
+    await sim.service.stream_deletion.delete(ADMIN, RUN, "gone")
+    fake_clock(sim).advance(60)  # "brief" is past its expiry, not yet swept
+    follow = await open_run(sim)
+    frames = follow.frames()
+    try:
+        assert await take(frames, 2) == [("kept", 1), ("kept", 2)]
+        await append_numbers(sim, 3, 3, "kept")
+        assert await take(frames, 1) == [("kept", 3)]
+        assert follow.cursor.text() == "kept=3"
+    finally:
+        await follow.close()

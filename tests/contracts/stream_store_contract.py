@@ -37,6 +37,57 @@ class StreamStoreContract:
         assert again.definition == stream.definition  # the stored pins, not the new ones
         assert again.head == 2
 
+    async def test_a_deleted_stream_stays_as_a_tombstone_that_keeps_its_head(
+            self, harness: StorageHarness) -> None:
+        key = await created(harness, retention={"max_records": 5})
+        await append(harness, key, [{"payload": 1}, {"payload": 2}])
+        async with harness.store.lock(key) as session:
+            assert session.stream.delete()
+            assert (await session.remove_records_through(session.stream.head)).records == 2
+        for loaded in (await harness.store.load(key),
+                       (await harness.store.create(new_stream(key)))[0],
+                       *(await harness.store.list_run(key.run))):
+            assert loaded is not None
+            assert (loaded.deleted, loaded.head, loaded.earliest, loaded.closed) == \
+                (True, 2, 3, True)
+        _, was_created = await harness.store.create(new_stream(key))
+        assert not was_created
+        async with harness.store.lock(key) as session:
+            assert session.stream.deleted and not session.stream.delete()  # a repeat: no event
+        page = await harness.reader.read_page(key, 0, 10)
+        assert (page.records, page.head, page.earliest, page.closed) == ((), 2, 3, True)
+        assert key not in await harness.store.streams_with_retention(None, 10_000, HERE)
+
+    async def test_expired_streams_lists_unheld_live_streams_past_their_expiry(
+            self, harness: StorageHarness) -> None:
+        def named(stream_id: str) -> StreamKey:
+            return StreamKey(base.tenant, base.run_id, stream_id)
+
+        base = new_key()
+        far = {"metadata_home": "far", "object_regions": ["far"],
+               "client_egress_regions": ["far"], "log_region": "far"}
+        await created(harness, named("b-minute"), expires_after_seconds=60)
+        await created(harness, named("a-hour"), expires_after_seconds=3600)
+        await created(harness, named("c-never"))
+        await created(harness, named("d-held"), expires_after_seconds=60)
+        await created(harness, named("e-far"), expires_after_seconds=60, placement=far)
+        await created(harness, named("f-deleted"), expires_after_seconds=60)
+        async with harness.store.lock(named("d-held")) as session:
+            session.stream.set_legal_hold(True, None)
+        async with harness.store.lock(named("f-deleted")) as session:
+            session.stream.delete()
+
+        async def expired(seconds: float, home: str = HERE) -> list[str]:
+            keys = await harness.store.expired_streams(NOW + timedelta(seconds=seconds),
+                                                       10_000, home)
+            return [key.stream_id for key in keys if key.tenant == base.tenant]
+
+        assert await expired(59) == []
+        assert await expired(60) == ["b-minute"]
+        assert await expired(3600) == ["a-hour", "b-minute"]  # created together: by key
+        assert await expired(60, "far") == ["e-far"]
+        assert await harness.store.expired_streams(NOW + timedelta(days=1), 0, HERE) == []
+
     async def test_list_run_returns_the_streams_of_that_run_only(
             self, harness: StorageHarness) -> None:
         a = new_key("a")

@@ -153,6 +153,25 @@ class UpkeepContract:
         assert await receipts(storage, other, "k1") == {"k1": 1}  # the other stream's stay
         assert await upkeep.events(other) == 2
 
+    async def test_a_deleted_stream_keeps_only_its_tombstone(
+            self, upkeep: UpkeepHarness) -> None:
+        storage = upkeep.storage
+        key = await created(storage)
+        await append(storage, key, [{"payload": 1, "idempotency_key": "k1"}])
+        async with storage.store.lock(key) as session:
+            session.save_intent(new_intent(key))
+        async with storage.store.lock(key) as session:
+            session.stream.delete()
+            await session.remove_records_through(session.stream.head)
+
+        removed = await upkeep.upkeep.tidy([key], keeping(), 1000)
+
+        assert removed.erased > 0
+        assert await upkeep.events(key) == 0
+        assert await receipts(storage, key, "k1") == {}
+        tombstone = await storage.store.load(key)
+        assert tombstone is not None and (tombstone.deleted, tombstone.head) == (True, 1)
+
     async def test_an_erased_stream_under_legal_hold_keeps_everything(
             self, upkeep: UpkeepHarness) -> None:
         storage = upkeep.storage

@@ -13,6 +13,7 @@ from domain.credit_ceilings import CreditCeilings
 from domain.definition import (
     FORBIDDEN_CONTENT_CLASSES,
     MAX_CONSUMERS,
+    MAX_EXPIRES_AFTER_SECONDS,
     StreamDefinition,
     build_definition,
 )
@@ -47,6 +48,7 @@ def test_only_stream_id_and_content_class_are_required_and_every_default_is_fill
                    "max_open_objects": 100,
                    "on_unread_full": "reject", "block_timeout_seconds": 5.0},
         "retention": {"max_age_seconds": None, "max_records": None},
+        "expires_after_seconds": None,
         "redaction": {"mask": [], "allow_unmasked_bodies": False},
         "placement": {"metadata_home": NODE_REGION, "metadata_replicas": [],
                       "object_regions": [NODE_REGION], "client_egress_regions": [NODE_REGION],
@@ -245,7 +247,7 @@ JSON_VALUES = st.recursive(
     max_leaves=8,
 )
 FIELDS = ["stream_id", "content_class", "direction", "mode", "credit", "retention", "redaction",
-          "placement", "authorization", "consumers"]
+          "placement", "authorization", "consumers", "expires_after_seconds"]
 
 
 @given(st.dictionaries(st.sampled_from(FIELDS), JSON_VALUES, max_size=4))
@@ -257,6 +259,18 @@ def test_any_json_request_either_builds_or_is_refused_with_a_domain_error(
     except DomainError:
         return
     assert built.content_class not in FORBIDDEN_CONTENT_CLASSES
+
+
+# -- expiry ------------------------------------------------------------------
+
+
+def test_expiry_is_a_positive_bounded_whole_number_of_seconds_or_absent() -> None:
+    assert build().expires_after_seconds is None
+    assert build(expires_after_seconds=60).expires_after_seconds == 60
+    assert build(expires_after_seconds=MAX_EXPIRES_AFTER_SECONDS).expires_after_seconds \
+        == MAX_EXPIRES_AFTER_SECONDS
+    for refused in (0, -1, MAX_EXPIRES_AFTER_SECONDS + 1, 1.5, "60", True):
+        assert refused_field(expires_after_seconds=refused) == "expires_after_seconds"
 
 
 # -- retention ---------------------------------------------------------------

@@ -45,6 +45,7 @@ STREAM_COMMANDS = st.one_of(
     st.tuples(st.just("hold"), st.booleans(), st.sampled_from([None, "case"])),
     st.tuples(st.just("prune"), st.integers(-1, 12)),
     st.tuples(st.just("erase")),
+    st.tuples(st.just("delete")),
     COLLECT,
 )
 INTENT_COMMANDS = st.one_of(
@@ -75,6 +76,8 @@ def run_stream_command(stream: Stream, receipts: dict[str, int], command: tuple[
         prune(stream, *args)
     elif name == "erase":
         stream.erase()
+    elif name == "delete":
+        stream.delete()
 
 
 def run_intent_command(target: ObjectIntent, command: tuple[Any, ...]) -> None:

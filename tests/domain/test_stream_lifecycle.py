@@ -1,9 +1,23 @@
-"""Stream lifecycle: close (idempotent), legal hold, prune (never while held), erase."""
+"""Stream lifecycle: close (idempotent), legal hold, prune (never while held), erase,
+delete and expiry."""
 
 from __future__ import annotations
 
-from domain.errors import RunErased, StreamHeld
-from tests.domain.factories import append, draft, prune, refused_unchanged, stream
+from datetime import timedelta
+
+import pytest
+
+from domain.errors import NotFound, RunErased, StreamHeld
+from tests.domain.factories import (
+    T0,
+    ack,
+    append,
+    definition,
+    draft,
+    prune,
+    refused_unchanged,
+    stream,
+)
 
 # -- close -------------------------------------------------------------------
 
@@ -181,3 +195,51 @@ def test_an_empty_stream_can_be_erased() -> None:
     target = stream()
     assert target.erase() is True
     assert target.erased and target.earliest == 1
+
+
+# -- delete ------------------------------------------------------------------
+
+
+def test_delete_empties_and_closes_the_stream_keeping_its_head() -> None:
+    target = stream()
+    append(target, draft(), draft())
+    assert target.delete() is True
+    assert (target.deleted, target.erased, target.closed) == (True, True, True)
+    assert (target.head, target.earliest, target.usage.unread_items) == (2, 3, 0)
+    target.collect_events()
+    assert target.delete() is False  # a repeat records nothing
+    assert target.collect_events() == []
+
+
+def test_a_deleted_stream_is_not_found_to_every_command() -> None:
+    target = stream(consumers=["ui"])
+    append(target, draft())
+    target.delete()
+    for command in (lambda: append(target, draft()), lambda: ack(target, "ui", 1, "alice"),
+                    target.close, lambda: target.set_legal_hold(True, None),
+                    lambda: target.reserve_object("o", 1)):
+        with refused_unchanged(target, NotFound):
+            command()
+
+
+def test_a_held_stream_is_not_deleted() -> None:
+    target = stream()
+    append(target, draft())
+    target.set_legal_hold(True, "case")
+    with refused_unchanged(target, StreamHeld):
+        target.delete()
+
+
+# -- expiry ------------------------------------------------------------------
+
+
+def test_expiry_counts_from_creation_and_a_stream_without_the_pin_never_expires() -> None:
+    pinned = stream(expires_after_seconds=60)
+    assert pinned.expires_at == T0 + timedelta(seconds=60)
+    assert not pinned.expired(T0 + timedelta(seconds=59.999))
+    assert pinned.expired(T0 + timedelta(seconds=60))
+    with pytest.raises(NotFound):
+        pinned.ensure_live(T0 + timedelta(seconds=60))
+    forever = stream()
+    assert forever.expires_at is None and not forever.expired(T0 + timedelta(days=3650))
+    assert definition(expires_after_seconds=60) != definition()  # a pin like the others

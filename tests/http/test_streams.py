@@ -14,6 +14,7 @@ SPEC_DEFINITION = {
                "max_open_objects": 100,
                "on_unread_full": "reject", "block_timeout_seconds": 5},
     "retention": {"max_age_seconds": None, "max_records": None},
+    "expires_after_seconds": None,
     "redaction": {"mask": ["/user/email"]},
     "placement": {"metadata_home": "local", "metadata_replicas": [],
                   "object_regions": ["local"], "client_egress_regions": ["local"],

@@ -162,3 +162,36 @@ async def fetch_deliveries(dsn: str) -> list[tuple[int, str | None, int, bool]]:
     finally:
         await connection.close()
     return [(row["sequence"], row["claimed_by"], row["attempts"], row["done"]) for row in rows]
+
+
+async def test_the_workers_delete_an_expired_stream(pg_dsn: str,  # noqa: F811
+                                                    tmp_path: Path) -> None:
+    env = {"RUNNEL_DATABASE_URL": pg_dsn, "RUNNEL_STORAGE": "postgres",
+           "RUNNEL_SWEEP_SECONDS": "0.05"}
+    server = await asyncio.to_thread(RunnelServer.start, env, tmp_path, True)
+    try:
+        async with httpx.AsyncClient(base_url=server.api, headers=bearer(token()),
+                                     timeout=30) as api:
+            await create_stream(api, "run-x", "brief", expires_after_seconds=1)
+            await create_stream(api, "run-x", "kept")
+            await append(api, "run-x", "brief", [1, 2])
+            connection = await asyncpg.connect(pg_dsn)
+            try:
+                async def swept() -> bool:
+                    row = await connection.fetchrow(
+                        "SELECT erased, earliest, head FROM streams WHERE tenant = 't1' "
+                        "AND run_id = 'run-x' AND stream_id = 'brief'")
+                    assert row is not None
+                    return bool(row["erased"])
+
+                await eventually(swept)  # the server's clock: one second, then a sweep
+                rows = await connection.fetchval(
+                    "SELECT count(*) FROM records r JOIN streams s ON s.id = r.stream "
+                    "WHERE s.run_id = 'run-x'")
+            finally:
+                await connection.close()
+            assert rows == 0
+            assert_problem(await api.get("/runs/run-x/streams/brief"), 404, "not_found")
+            assert (await api.get("/runs/run-x/streams/kept")).status_code == 200
+    finally:
+        await asyncio.to_thread(server.stop)

@@ -33,7 +33,9 @@ def test_the_node_suites_pass_against_a_real_server(runnel: RestartableServer) -
                     for path in (PACKAGE / "test").glob("*/*.test.mjs"))
     assert any(name.startswith("test/server/") for name in suites), suites
     done = node(["node", "--test", *suites], PACKAGE,
-                {"RUNNEL_URL": runnel.url, "RUNNEL_TOKEN": token(ttl=3600)})
+                {"RUNNEL_URL": runnel.url, "RUNNEL_TOKEN": token(ttl=3600),
+                 "RUNNEL_ADMIN_TOKEN": token(sub="root", ttl=3600, scopes=(
+                     "streams:read", "streams:write", "streams:admin"))})
     assert done.returncode == 0, (
         f"node --test failed:\n{done.stdout[-20000:]}\n{done.stderr[-4000:]}")
     assert "# fail 0" in done.stdout

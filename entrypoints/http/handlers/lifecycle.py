@@ -1,4 +1,4 @@
-"""Close a stream, place or lift a legal hold, erase a run."""
+"""Close a stream, place or lift a legal hold, delete a stream, erase a run."""
 
 from __future__ import annotations
 
@@ -32,6 +32,19 @@ async def set_legal_hold(
     held, reason = await caller.service.lifecycle.set_legal_hold(
         caller.principal, run_id, stream_id, data.held, data.reason)
     return {"held": held, "reason": reason}
+
+
+async def delete_stream(
+    run_id: FromPath[str],
+    stream_id: FromPath[str],
+    caller: NamedDependency[Caller],
+) -> dict[str, Any]:
+    """Delete a stream: its records and object bodies go, its id is never reused; for its
+    writers and admins; 409 `legal_hold` while held. A repeat answers zero counts."""
+    report = await caller.service.stream_deletion.delete(caller.principal, run_id, stream_id)
+    return {"run_id": run_id, "stream_id": stream_id, "deleted": True,
+            "records_deleted": report.records_deleted,
+            "objects_deleted": report.objects_deleted}
 
 
 async def erase_run(

@@ -13,8 +13,8 @@ from domain.canonical_json import Verbatim
 from domain.errors import Backpressure
 from entrypoints.http.callers import Caller
 from entrypoints.http.handlers.bodies import AppendBody
-from entrypoints.http.inputs import check_record_depth, page_limit, read_cursor
-from entrypoints.http.openapi import CursorText, LimitText
+from entrypoints.http.inputs import check_record_depth, page_limit, read_cursor, wait_seconds
+from entrypoints.http.openapi import CursorText, LimitText, WaitText
 
 
 async def append_records(
@@ -56,11 +56,16 @@ async def read_records(
         description="Exclusive cursor: records with sequence > after (default 0).")] = None,
     limit: Annotated[LimitText | None, QueryParameter(
         description="Page size, 1–1000 (default 100).")] = None,
+    wait: Annotated[WaitText | None, QueryParameter(
+        description="Long-poll: with nothing above the cursor, wait up to this many "
+                    "seconds (0–30) for a record or the close.")] = None,
 ) -> dict[str, Any]:
     """Records above the cursor, ascending and without gaps. 400 `future_cursor` beyond head;
-    410 `cursor_pruned` when the record after the cursor was removed by retention."""
+    410 `cursor_pruned` when the record after the cursor was removed by retention. With
+    `wait`, an empty page of an open stream waits for a record or the close first."""
     result = await caller.service.reading.read(caller.principal, run_id, stream_id,
-                                               read_cursor(after), page_limit(limit))
+                                               read_cursor(after), page_limit(limit),
+                                               wait_seconds(wait))
     page = result.page
     return {
         # Each envelope's bytes as SSE sends them, the payloads' stored text unparsed.

@@ -87,11 +87,14 @@ class AsyncRunnelClient(Client[httpx.AsyncClient, AsyncIterator[Record],
         return await run(self._http, calls.append(run_id, stream_id, records, retries))
 
     async def read(self, run_id: str, stream_id: str, after: int = 0,
-                   limit: int = 100) -> ReadPage:
+                   limit: int = 100, *, wait: float | None = None) -> ReadPage:
         """One page of records with `sequence > after` (`limit` 1–1000); read on from
         `page.next_cursor`. 400 `future_cursor` past the head; `ResyncRequired` (410) when
-        retention removed `after + 1`."""
-        return await run(self._http, calls.read(run_id, stream_id, after, limit))
+        retention removed `after + 1`. `wait` (0–30 s) long-polls: with nothing above
+        `after` on an open stream the server answers once a record or the close comes, or
+        after `wait` with an empty page (400 `invalid_wait` outside the bound, 429
+        `too_many_subscriptions` when the principal's slots are taken)."""
+        return await run(self._http, calls.read(run_id, stream_id, after, limit, wait))
 
     async def ack(self, run_id: str, stream_id: str, consumer_id: str,
                   sequence: int) -> dict[str, Any]:
@@ -103,6 +106,13 @@ class AsyncRunnelClient(Client[httpx.AsyncClient, AsyncIterator[Record],
     async def close_stream(self, run_id: str, stream_id: str) -> dict[str, Any]:
         """Close the stream (idempotent): `{closed: true, head}`; followers end after head."""
         return await run(self._http, calls.close_stream(run_id, stream_id))
+
+    async def delete_stream(self, run_id: str, stream_id: str) -> dict[str, Any]:
+        """Delete the stream, its records and bodies (a writer's or an admin's): `{run_id,
+        stream_id, deleted: true, records_deleted, objects_deleted}`, zero counts when it
+        was deleted before; 409 `legal_hold` while held; its id is never reused (a create
+        is 409 `stream_deleted`)."""
+        return await run(self._http, calls.delete_stream(run_id, stream_id))
 
     async def publish_live(self, run_id: str, stream_id: str, chunks: list[Any],
                            source: str | None = None, attempt: int | None = None,
@@ -165,14 +175,18 @@ class AsyncStream(Handle[AsyncRunnelClient, AsyncIterator[Record],
     async def append(self, records: list[dict[str, Any]]) -> dict[str, Any]:
         return await self.client.append(self.run_id, self.stream_id, records)
 
-    async def read(self, after: int = 0, limit: int = 100) -> ReadPage:
-        return await self.client.read(self.run_id, self.stream_id, after, limit)
+    async def read(self, after: int = 0, limit: int = 100, *,
+                   wait: float | None = None) -> ReadPage:
+        return await self.client.read(self.run_id, self.stream_id, after, limit, wait=wait)
 
     async def ack(self, consumer_id: str, sequence: int) -> dict[str, Any]:
         return await self.client.ack(self.run_id, self.stream_id, consumer_id, sequence)
 
     async def close(self) -> dict[str, Any]:
         return await self.client.close_stream(self.run_id, self.stream_id)
+
+    async def delete(self) -> dict[str, Any]:
+        return await self.client.delete_stream(self.run_id, self.stream_id)
 
     async def publish_live(self, chunks: list[Any], source: str | None = None,
                            attempt: int | None = None, index: int | None = None

@@ -51,10 +51,18 @@ def append(run_id: str, stream_id: str, records: list[dict[str, Any]],
     raise AssertionError("unreachable")
 
 
-def read(run_id: str, stream_id: str, after: int, limit: int) -> Plan[ReadPage]:
+def read(run_id: str, stream_id: str, after: int, limit: int,
+         wait: float | None = None) -> Plan[ReadPage]:
+    params: dict[str, Any] = {"after": after, "limit": limit}
+    if wait is not None:
+        params["wait"] = format(wait, "f").rstrip("0").rstrip(".") or "0"
     return ReadPage.from_wire((yield from answer(Send(
-        "GET", stream_path(run_id, stream_id, "records"),
-        params={"after": after, "limit": limit}))))
+        "GET", stream_path(run_id, stream_id, "records"), params=params,
+        waits=wait or 0.0))))
+
+
+def delete_stream(run_id: str, stream_id: str) -> Plan[dict[str, Any]]:
+    return (yield from answer(Send("DELETE", stream_path(run_id, stream_id))))
 
 
 def ack(run_id: str, stream_id: str, consumer_id: str, sequence: int) -> Plan[dict[str, Any]]:

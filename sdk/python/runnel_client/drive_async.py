@@ -36,7 +36,8 @@ class _Driver:
             content = _chunks(effect.upload.chunks()) if effect.upload is not None else None
             return await self._http.request(effect.method, effect.path, params=effect.params,
                                             json=effect.json, content=content,
-                                            headers=effect.headers)
+                                            headers=effect.headers,
+                                            timeout=effect.timeout_for(self._http))
         if isinstance(effect, effects.Sleep):
             await asyncio.sleep(effect.seconds)
         elif isinstance(effect, effects.FreshToken):

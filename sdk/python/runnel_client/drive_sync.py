@@ -35,7 +35,8 @@ class _Driver:
         if isinstance(effect, effects.Send):
             content = effect.upload.chunks() if effect.upload is not None else None
             return self._http.request(effect.method, effect.path, params=effect.params,
-                                      json=effect.json, content=content, headers=effect.headers)
+                                      json=effect.json, content=content, headers=effect.headers,
+                                      timeout=effect.timeout_for(self._http))
         if isinstance(effect, effects.Sleep):
             time.sleep(effect.seconds)
         elif isinstance(effect, effects.FreshToken):

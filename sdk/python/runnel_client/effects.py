@@ -30,7 +30,9 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class Send:
     """Send a request with the client's own auth; the answer is the `httpx.Response`.
-    `upload`: stream this measured body as the request's content."""
+    `upload`: stream this measured body as the request's content. `waits`: seconds the
+    server may hold the answer on purpose (a long-polled read), added to the client's
+    read timeout (`timeout_for`)."""
 
     method: str
     path: str
@@ -38,6 +40,16 @@ class Send:
     json: Any = None
     upload: MeasuredBody | None = None
     headers: dict[str, str] | None = None
+    waits: float = 0.0
+
+    def timeout_for(self, http: httpx.Client | httpx.AsyncClient
+                    ) -> httpx.Timeout | httpx._client.UseClientDefault:
+        if not self.waits:
+            return httpx.USE_CLIENT_DEFAULT
+        usual = http.timeout
+        read = None if usual.read is None else usual.read + self.waits
+        return httpx.Timeout(connect=usual.connect, read=read, write=usual.write,
+                             pool=usual.pool)
 
 
 @dataclass(frozen=True)

@@ -59,10 +59,11 @@ class RunnelClient(Client[httpx.Client, Iterator[Record], Iterator[Record | Live
         retries = self._retries if backpressure_retries is None else backpressure_retries
         return run(self._http, calls.append(run_id, stream_id, records, retries))
 
-    def read(self, run_id: str, stream_id: str, after: int = 0, limit: int = 100) -> ReadPage:
+    def read(self, run_id: str, stream_id: str, after: int = 0, limit: int = 100, *,
+             wait: float | None = None) -> ReadPage:
         """Records with `sequence > after` as a `ReadPage` (read on from `next_cursor`);
-        400 `future_cursor`, `ResyncRequired` (410)."""
-        return run(self._http, calls.read(run_id, stream_id, after, limit))
+        400 `future_cursor`, `ResyncRequired` (410); `wait` long-polls (0–30 s)."""
+        return run(self._http, calls.read(run_id, stream_id, after, limit, wait))
 
     def ack(self, run_id: str, stream_id: str, consumer_id: str, sequence: int) -> dict[str, Any]:
         """`{consumer_id, acked}`; 409 `ack_regression`, 400 `ack_beyond_head`, 404
@@ -72,6 +73,11 @@ class RunnelClient(Client[httpx.Client, Iterator[Record], Iterator[Record | Live
     def close_stream(self, run_id: str, stream_id: str) -> dict[str, Any]:
         """Close (idempotent): `{closed: true, head}`."""
         return run(self._http, calls.close_stream(run_id, stream_id))
+
+    def delete_stream(self, run_id: str, stream_id: str) -> dict[str, Any]:
+        """Delete the stream (a writer or an admin): `{run_id, stream_id, deleted, records_deleted,
+        objects_deleted}`; 409 `legal_hold`."""
+        return run(self._http, calls.delete_stream(run_id, stream_id))
 
     def subscribe_token(self, run_id: str, stream_id: str,
                         ttl_seconds: int | None = None) -> dict[str, Any]:
@@ -116,14 +122,17 @@ class Stream(Handle[RunnelClient, Iterator[Record], Iterator[Record | LiveEvent]
     def append(self, records: list[dict[str, Any]]) -> dict[str, Any]:
         return self.client.append(self.run_id, self.stream_id, records)
 
-    def read(self, after: int = 0, limit: int = 100) -> ReadPage:
-        return self.client.read(self.run_id, self.stream_id, after, limit)
+    def read(self, after: int = 0, limit: int = 100, *, wait: float | None = None) -> ReadPage:
+        return self.client.read(self.run_id, self.stream_id, after, limit, wait=wait)
 
     def ack(self, consumer_id: str, sequence: int) -> dict[str, Any]:
         return self.client.ack(self.run_id, self.stream_id, consumer_id, sequence)
 
     def close(self) -> dict[str, Any]:
         return self.client.close_stream(self.run_id, self.stream_id)
+
+    def delete(self) -> dict[str, Any]:
+        return self.client.delete_stream(self.run_id, self.stream_id)
 
     def browser_token(self, ttl_seconds: int | None = None) -> BrowserToken:
         return self.client.browser_token(self.run_id, self.stream_id, ttl_seconds)

@@ -8,7 +8,8 @@ import { checked, type Plan, problemOf, send, type SendEffect, sleep } from "./e
 import { BackpressureError } from "./errors.js";
 import { checkDownload, objectIdOf, type Pins, preparePins } from "./objects.js";
 import {
-  type AckResult, type AppendResult, type BrowserToken, type CloseResult, type LiveResult,
+  type AckResult, type AppendResult, type BrowserToken, type CloseResult, type DeleteResult,
+  type LiveResult,
   type ObjectIntent, type ReadPage, recordOf, type RecordInput, runPath, type StreamDefinition,
   type StreamInfo, streamPath, type StreamRecord, type SubscribeGrant,
 } from "./wire.js";
@@ -40,11 +41,19 @@ export function* append(runId: string, streamId: string, records: RecordInput[],
   }
 }
 
-export function* read(runId: string, streamId: string, after: number, limit: number): Plan<ReadPage> {
+/** `wait`: long-poll up to that many seconds (0–30) when nothing is above `after`. */
+export function* read(runId: string, streamId: string, after: number, limit: number,
+                      wait?: number): Plan<ReadPage> {
+  const query: { [name: string]: number } = { after, limit };
+  if (wait !== undefined) query["wait"] = wait;
   const page = yield* answer<ReadPage>({
-    method: "GET", path: streamPath(runId, streamId, "records"), query: { after, limit } });
+    method: "GET", path: streamPath(runId, streamId, "records"), query, waits: wait ?? 0 });
   page.records = page.records.map(recordOf);
   return page;
+}
+
+export function* deleteStream(runId: string, streamId: string): Plan<DeleteResult> {
+  return yield* answer({ method: "DELETE", path: streamPath(runId, streamId) });
 }
 
 export function* ack(runId: string, streamId: string, consumerId: string, sequence: number): Plan<AckResult> {

@@ -19,8 +19,8 @@ import { followRun, type RunFollowOptions } from "./runFollowPlan.js";
 import { bytesOf, type ObjectBody } from "./objects.js";
 import { Producer, type ProducerOptions } from "./producer.js";
 import type {
-  AckResult, AppendResult, BrowserToken, CloseResult, LiveEvent, LiveResult, ObjectIntent,
-  ReadPage, RecordInput, StreamDefinition, StreamInfo, StreamRecord, SubscribeGrant,
+  AckResult, AppendResult, BrowserToken, CloseResult, DeleteResult, LiveEvent, LiveResult,
+  ObjectIntent, ReadPage, RecordInput, StreamDefinition, StreamInfo, StreamRecord, SubscribeGrant,
 } from "./wire.js";
 
 export interface ClientOptions {
@@ -55,6 +55,8 @@ export interface RunFollowCallOptions extends Omit<RunFollowOptions, "runId"> {
 export interface ReadOptions {
   after?: number;
   limit?: number;
+  /** Long-poll: with nothing above `after` on an open stream, wait up to this many seconds (0–30). */
+  wait?: number;
   signal?: AbortSignal;
 }
 
@@ -109,11 +111,13 @@ export class RunnelClient {
   /**
    * One page of records with `sequence > after` (`limit` 1–1000, 100 by default); read on
    * from `next_cursor`. 400 `future_cursor` past the head; `ResyncRequired` (410) when
-   * retention removed `after + 1`.
+   * retention removed `after + 1`. With `wait`, a page with nothing above `after` of an
+   * open stream answers once a record or the close comes, or after `wait` seconds, empty
+   * (400 `invalid_wait` outside 0–30, 429 `too_many_subscriptions` when no slot is free).
    */
   read(runId: string, streamId: string, options: ReadOptions = {}): Promise<ReadPage> {
-    return this.call(calls.read(runId, streamId, options.after ?? 0, options.limit ?? 100),
-                     { signal: options.signal });
+    return this.call(calls.read(runId, streamId, options.after ?? 0, options.limit ?? 100,
+                                options.wait), { signal: options.signal });
   }
 
   /**
@@ -127,6 +131,14 @@ export class RunnelClient {
   /** Close the stream (idempotent): `{closed: true, head}`; followers end after the head. */
   closeStream(runId: string, streamId: string): Promise<CloseResult> {
     return this.call(calls.closeStream(runId, streamId));
+  }
+
+  /**
+   * Delete the stream, its records and bodies (a writer or an admin); zero counts when deleted
+   * before. 409 `legal_hold` while held; its id is never reused (409 `stream_deleted`).
+   */
+  deleteStream(runId: string, streamId: string): Promise<DeleteResult> {
+    return this.call(calls.deleteStream(runId, streamId));
   }
 
   /** Publish best-effort live chunks, stored nowhere: `{accepted}`. */
@@ -202,7 +214,7 @@ export class RunnelClient {
  * Stream handles: `client.stream(runId, streamId)`, one stream's API without its ids.
  * Each method is the client's method of the same name with `runId` and `streamId` filled
  * in: `create(definition)` is `createStream` with the `stream_id` put in, `info()` is
- * `getStream`, `close()` is `closeStream`.
+ * `getStream`, `close()` is `closeStream`, `delete()` is `deleteStream`.
  */
 export class StreamHandle {
   constructor(readonly client: RunnelClient, readonly runId: string, readonly streamId: string) {}
@@ -229,6 +241,10 @@ export class StreamHandle {
 
   close(): Promise<CloseResult> {
     return this.client.closeStream(this.runId, this.streamId);
+  }
+
+  delete(): Promise<DeleteResult> {
+    return this.client.deleteStream(this.runId, this.streamId);
   }
 
   publishLive(chunks: unknown[], options: calls.LiveOptions = {}): Promise<LiveResult> {

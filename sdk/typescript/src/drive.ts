@@ -85,7 +85,8 @@ export class Driver {
 
   private async send(effect: SendEffect): Promise<Answer> {
     const what = `${effect.method} ${effect.path}`;
-    const request = linked(this.options.signal, this.settings.timeoutSeconds, what);
+    const request = linked(this.options.signal,
+                           this.settings.timeoutSeconds + (effect.waits ?? 0), what);
     try {
       const headers: { [name: string]: string } = {
         Authorization: `Bearer ${await tokenOf(this.settings.token)}`, ...effect.headers };

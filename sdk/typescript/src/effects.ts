@@ -23,7 +23,10 @@ export interface Answer {
 
 export type Query = { [name: string]: string | number | boolean };
 
-/** Send a request with the client's token; the answer is an `Answer`. */
+/**
+ * Send a request with the client's token; the answer is an `Answer`. `waits`: seconds the
+ * server may hold the answer on purpose (a long-polled read), added to the driver's timeout.
+ */
 export interface SendEffect {
   kind: "send";
   method: string;
@@ -32,6 +35,7 @@ export interface SendEffect {
   json?: unknown;
   body?: Uint8Array;
   headers?: { [name: string]: string };
+  waits?: number;
 }
 
 /**

@@ -26,6 +26,7 @@ export {
 export { RetryPolicy } from "./retrying.js";
 export {
   type AckResult, type AppendResult, type BrowserToken, type CloseResult, type ConsumerDeclaration,
+  type DeleteResult,
   LiveEvent, type LiveResult, type ObjectIntent, type ObjectRef, type ReadPage, type RecordInput,
   type StreamDefinition, type StreamInfo, type StreamRecord, type StreamStatus, type SubscribeGrant,
 } from "./wire.js";

@@ -66,6 +66,8 @@ export interface StreamDefinition {
     block_timeout_seconds?: number;
   };
   retention?: { max_age_seconds?: number | null; max_records?: number | null };
+  /** Seconds from creation after which the stream is gone (404) and deleted by the server. */
+  expires_after_seconds?: number | null;
   redaction?: { mask?: string[] };
   authorization?: { readers?: string[]; writers?: string[] };
   consumers?: ConsumerDeclaration[];
@@ -93,6 +95,10 @@ export interface StreamInfo {
 export interface AppendResult { sequences: number[]; head: number; duplicates?: number[] }
 export interface AckResult { consumer_id: string; acked: number }
 export interface CloseResult { closed: boolean; head: number }
+/** A repeated delete answers zero counts. */
+export interface DeleteResult {
+  run_id: string; stream_id: string; deleted: true; records_deleted: number; objects_deleted: number;
+}
 export interface LiveResult { accepted: number }
 export interface SubscribeGrant { token: string; expires_at: string }
 

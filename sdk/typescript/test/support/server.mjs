@@ -8,6 +8,8 @@ import { RunnelClient } from "../../dist/index.js";
 
 export const SERVER_URL = process.env.RUNNEL_URL;
 export const TOKEN = process.env.RUNNEL_TOKEN;
+/** A token with `streams:admin` too (deleting a stream), when the wrapper gives one. */
+export const ADMIN_TOKEN = process.env.RUNNEL_ADMIN_TOKEN;
 if (!SERVER_URL || !TOKEN) {
   throw new Error("RUNNEL_URL and RUNNEL_TOKEN name the server: run these through tests/sdk_typescript/");
 }

@@ -5,7 +5,7 @@ import { createHash } from "node:crypto";
 import { test } from "node:test";
 
 import { checkInline, KeyCounter, limitsFor } from "../../dist/batching.js";
-import { append, downloadObject, uploadObject } from "../../dist/calls.js";
+import { append, deleteStream, downloadObject, read, uploadObject } from "../../dist/calls.js";
 import { BackpressureError, RunnelError, TransportError } from "../../dist/errors.js";
 import { RetryPolicy } from "../../dist/retrying.js";
 import { answer, play } from "../support/script.mjs";
@@ -81,4 +81,25 @@ test("keys, sizes and a stream's batch limits", () => {
                    { maxRecords: 2, maxBytes: 4 * 1024 * 1024 });
   assert.deepEqual(limitsFor({ content_class: "c", credit: { max_unread_items: 2 } }),
                    { maxRecords: 1000, maxBytes: 4 * 1024 * 1024 });
+});
+
+test("a long-polled read asks the server to wait and gives the request that much longer", () => {
+  const sent = [];
+  const server = (effect) => {
+    sent.push(effect);
+    return answer(200, { records: [], next_cursor: 3, head: 3, earliest: 1, closed: false });
+  };
+  play(read("r", "s", 3, 10, 2.5), server);
+  play(read("r", "s", 3, 10), server);
+  assert.deepEqual(sent.map((effect) => [effect.query, effect.waits]),
+                   [[{ after: 3, limit: 10, wait: 2.5 }, 2.5], [{ after: 3, limit: 10 }, 0]]);
+});
+
+test("deleteStream sends a DELETE of the stream", () => {
+  const sent = [];
+  play(deleteStream("r", "s"), (effect) => {
+    sent.push(`${effect.method} ${effect.path}`);
+    return answer(200, { deleted: true });
+  });
+  assert.deepEqual(sent, ["DELETE /api/workflow-streams/runs/r/streams/s"]);
 });
