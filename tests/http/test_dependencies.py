@@ -58,9 +58,14 @@ def test_each_api_route_authenticates_through_its_one_caller_dependency() -> Non
 
 
 def test_the_subscribe_route_takes_its_own_credentials_in_that_one_dependency() -> None:
-    [(_, _, handler, _)] = [route for route in api_routes() if route[1].endswith("/subscribe")]
+    [(_, _, handler, _)] = [route for route in api_routes()
+                            if route[1].endswith("{stream_id:str}/subscribe")]
     provide = handler.resolve_dependencies()["caller"]
     assert "access_token" in provide.dependency.__annotations__
+    [(_, _, run_handler, _)] = [route for route in api_routes()
+                                if route[1].endswith("{run_id:str}/subscribe")]
+    run_caller = run_handler.resolve_dependencies()["caller"].dependency
+    assert "access_token" not in run_caller.__annotations__  # a subscribe token is one stream's
     bearer = next(route[2] for route in api_routes() if route[1].endswith("/records"))
     assert "access_token" not in bearer.resolve_dependencies()["caller"].dependency.__annotations__
 
