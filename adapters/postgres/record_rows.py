@@ -14,23 +14,26 @@ from application.ports.records import StoredRecord
 from domain.errors import InvalidRecord
 from domain.records import ObjectRef
 
+PAYLOAD_SEPARATOR = "\x1e"
+"""What joins the payload texts of a group's write (a control character JSON escapes)."""
+
 RECORD_COLUMNS = ("sequence, content_type, appended_at, size, payload, data, object_id, "
                   "object_size, object_sha256, object_content_type, idempotency_key")
 
 
-def payload_text(record: StoredRecord) -> str | None:
-    """The payload as stored, checked storable: a record Postgres would refuse must fail
-    its own unit of work, not the shared transaction it would have been written in.
-
-    Refused: NaN/Infinity (not JSON), and any text Postgres cannot hold (NUL
-    characters, unpaired surrogates) in the payload or the text columns.
+def check_storable(record: StoredRecord) -> None:
+    """Refuse a record Postgres would refuse, so that it fails its own unit of work, not
+    the shared transaction it would have been written in: any text Postgres cannot hold
+    (NUL characters, unpaired surrogates) in the text columns, and a payload text with
+    the separator the group's write joins payloads with, which no JSON holds raw
+    (`group_commit/record_columns.py`). The domain's canonical encoder refused NaN and
+    unpaired surrogates, and JSON escapes NUL.
     """
     _check_storable(record.content_type)
     if record.idempotency_key is not None:
         _check_storable(record.idempotency_key)
-    # Encoded by the domain's canonical encoder, which already refused NaN and unpaired
-    # surrogates; JSON escapes NUL, so it is storable as it is.
-    return record.payload_json
+    if record.payload_json is not None and PAYLOAD_SEPARATOR in record.payload_json:
+        raise InvalidRecord("a payload must be JSON text, which escapes control characters")
 
 
 def storable(text: str) -> bool:
