@@ -195,8 +195,7 @@ class PostgresSession(Staging):
 
     def add_records(self, records: Sequence[StoredRecord]) -> None:
         """Checks each record storable now, inside the unit of work that staged it."""
-        for record in records:
-            check_storable(record)
+        check_storable(records)
         super().add_records(records)
 
     async def remove_records_through(self, sequence: int) -> Removed:
