@@ -25,7 +25,7 @@ from domain.errors import Backpressure, InvalidRecord
 from domain.identifiers import StreamKey
 from domain.pins import CreditPins
 from domain.principal import Principal
-from domain.records import Draft, draft_from_wire
+from domain.records import Draft, drafts_from_wire
 from domain.stream import AppendPlan
 
 T = TypeVar("T")
@@ -70,7 +70,7 @@ class Appender:
 
     async def append(self, principal: Principal, run_id: str, stream_id: str,
                      records: Sequence[Any], message_batches: bool = False) -> AppendResult:
-        """Every record's body is masked or refused (`draft_from_wire`) before any is
+        """Every record's body is masked or refused (`drafts_from_wire`) before any is
         stored or sent. `message_batches`: an array payload holds messages, each masked
         alone (the Durable Streams facade's JSON mode)."""
         key = stream_key(principal, run_id, stream_id)
@@ -80,8 +80,8 @@ class Appender:
             if not isinstance(records, list) or not records:
                 raise InvalidRecord("records must be a non-empty list")
             redaction = definition.redaction
-            drafts = [draft_from_wire(item, redaction.mask, redaction.allow_unmasked_bodies,
-                                      message_batches) for item in records]
+            drafts = drafts_from_wire(records, redaction.mask, redaction.allow_unmasked_bodies,
+                                      message_batches)
             if definition.mode == "best_effort":
                 stream = await load_stream(self._store, key, self._clock.now())
                 stream.ensure_open(nothing_more_is="sent")

@@ -5,8 +5,9 @@ Prints figures; never passes or fails. Starts, in processes of their own:
   201 JSON, served exactly as `runnel serve` serves (uvicorn, the bounded httptools protocol
   of ADR 0021, uvloop, one process); a plain-ASGI echo on the same stack is printed too, as
   the floor of the server itself;
-- `runnel serve --no-workers` on a throwaway database it creates and drops on the server of
-  `RUNNEL_BENCH_PG_DSN` (admin DSN, default `postgresql://postgres@127.0.0.1:5432/postgres`).
+- `runnel serve` with its default settings (the workers on; `--no-workers` leaves them out)
+  on a throwaway database it creates and drops on the server of `RUNNEL_BENCH_PG_DSN`
+  (admin DSN, default `postgresql://postgres@127.0.0.1:5432/postgres`).
 
 This process is the load: `bench/rawhttp.py`, one request in flight per connection.
 Scenarios (fresh streams every round, so credit never binds): single-record appends at 1
@@ -17,7 +18,10 @@ of the floor, by throughput and by CPU per request (the floor's CPU per request 
 theirs: what the ratio would be if both were CPU-bound).
 
     .venv/bin/python -m bench.http [--seconds 5] [--rounds 3] [--processes 1,2] [--peers]
+                                   [--no-workers] [--compare CHECKOUT]
 
+`--compare CHECKOUT` also runs the scenarios against `runnel serve` of another checkout (its
+own `.venv`), such as the main branch's, as a same-run baseline for a change.
 `--peers` (`make bench-peers`) also runs the same client against the Durable Streams
 reference server (`@durable-streams/server` from npm, file-backed, installed into a temp dir
 on demand; skipped with a message when `node` is missing): single JSON messages at 16
@@ -95,8 +99,9 @@ ENV = {"RUNNEL_JWT_SECRET": SECRET, "RUNNEL_MAX_CONNECTIONS_PER_ADDRESS": "10000
 
 
 @contextmanager
-def process(args: list[str], env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
-    with server_process(args, env={**os.environ, **ENV, **env}, cwd=ROOT,
+def process(args: list[str], env: dict[str, str], root: Path = ROOT
+            ) -> Iterator[subprocess.Popen[bytes]]:
+    with server_process(args, env={**os.environ, **ENV, **env}, cwd=root,
                         stdout=subprocess.DEVNULL) as child:
         yield child
 
@@ -171,13 +176,17 @@ SCENARIOS: list[tuple[str, int, int, int]] = [
 ]
 
 
-async def runnel_figures(args: argparse.Namespace, processes: int) -> dict[str, Figure]:
+async def runnel_figures(args: argparse.Namespace, processes: int, root: Path = ROOT
+                         ) -> dict[str, Figure]:
+    """The scenarios against `runnel serve` of the checkout at `root` (its own venv's)."""
     database = await create_database("runnel_bench_http")
     port = free_port()
+    python = sys.executable if root == ROOT else str(root / ".venv" / "bin" / "python")
     try:
-        with process([sys.executable, "-m", "entrypoints.commands", "serve", "--port", str(port),
-                      "--no-workers", "--processes", str(processes)],
-                     {"RUNNEL_DATABASE_URL": dsn_for(database)}) as child:
+        workers = ["--no-workers"] if args.no_workers else []
+        with process([python, "-m", "entrypoints.commands", "serve", "--port", str(port),
+                      *workers, "--processes", str(processes)],
+                     {"RUNNEL_DATABASE_URL": dsn_for(database)}, root) as child:
             await wait_listening(port, child)
             runnel = Runnel(port)
             cpu = ServerCpu(child.pid)
@@ -250,10 +259,15 @@ async def main(args: argparse.Namespace) -> None:
     print(_line("plain ASGI echo, 16 conns", plain, 1,
                 lambda figure: f"{figure.rate / floor.rate:.2f}x floor"))
     batch_rates: list[float] = []
-    for processes in args.processes:
-        figures = await runnel_figures(args, processes)
-        batch_rates.append(figures["batch of 100, 8 conns, 8 streams"].rate * 100)
-        print(f"  runnel serve --processes {processes}:")
+    runs = [(processes, ROOT) for processes in args.processes]
+    runs += [(processes, args.compare) for processes in args.processes if args.compare]
+    for processes, root in runs:
+        figures = await runnel_figures(args, processes, root)
+        if root == ROOT:
+            batch_rates.append(figures["batch of 100, 8 conns, 8 streams"].rate * 100)
+        workers = " --no-workers" if args.no_workers else ""
+        where = "" if root == ROOT else f" of {root}"
+        print(f"  runnel serve --processes {processes}{workers}{where}:")
         for label, _, _, records in SCENARIOS:
             print(_line(label, figures[label], records,
                         lambda figure, records=records: "" if records > 1
@@ -280,6 +294,11 @@ if __name__ == "__main__":
                         default=[1, 2], help="`runnel serve --processes` values to measure")
     parser.add_argument("--peers", action="store_true",
                         help="also measure the Durable Streams reference server")
+    parser.add_argument("--no-workers", action="store_true",
+                        help="serve without the background workers (`runnel serve --no-workers`)")
+    parser.add_argument("--compare", type=Path, metavar="CHECKOUT",
+                        help="also measure `runnel serve` of another checkout (with its .venv), "
+                             "e.g. the main branch's, as a same-run baseline")
     parser.add_argument("--serve-echo", choices=("litestar", "asgi"), help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parsed = parser.parse_args()

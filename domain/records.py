@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -70,6 +71,15 @@ class Submitted(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     idempotency_key: str | None = None
 
 
+def drafts_from_wire(items: Sequence[Any], mask: tuple[str, ...],
+                     allow_unmasked_bodies: bool = False, message_batch: bool = False
+                     ) -> list[Draft]:
+    """`draft_from_wire` of each item, in order (the first refusal stops the batch)."""
+    redaction = _Redaction(mask, allow_unmasked_bodies, message_batch)
+    return [_typed_payload_draft(item, redaction) if type(item) is Submitted
+            else _wire_draft(item, redaction) for item in items]
+
+
 def draft_from_wire(item: Any, mask: tuple[str, ...], allow_unmasked_bodies: bool = False,
                     message_batch: bool = False) -> Draft:
     """Validate one submitted record, mask or refuse its body (`masking.enforce`), and
@@ -82,7 +92,28 @@ def draft_from_wire(item: Any, mask: tuple[str, ...], allow_unmasked_bodies: boo
     `message_batch`: a payload that is an array holds messages (the Durable Streams
     facade's JSON mode), each masked as a payload of its own.
     """
-    redaction = _Redaction(mask, allow_unmasked_bodies, message_batch)
+    return _wire_draft(item, _Redaction(mask, allow_unmasked_bodies, message_batch))
+
+
+def _typed_payload_draft(item: Submitted, redaction: _Redaction) -> Draft:
+    """`_wire_draft` of a typed record, the most common one (a payload, no content type)
+    decided without the general checks, which it passes by construction."""
+    payload = item.payload
+    if payload is msgspec.UNSET or item.content_type is not None \
+            or item.data is not msgspec.UNSET:
+        return _wire_draft(item, redaction)
+    key = item.idempotency_key
+    if key is not None:
+        _check_key(key)
+    if redaction.mask:
+        payload = redaction.payload(payload)
+    encoded = canonical_text(payload, decoded_from_json=True)
+    _check_inline(len(encoded))
+    return Draft("application/json", len(encoded), payload, None, None, key, True,
+                 encoded.decode())
+
+
+def _wire_draft(item: Any, redaction: _Redaction) -> Draft:
     if isinstance(item, Submitted):
         data = None if isinstance(item.data, msgspec.UnsetType) else item.data
         _check_key(item.idempotency_key)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from itertools import accumulate
 from typing import Any
 from uuid import UUID
 
@@ -220,6 +221,28 @@ class Stream(Aggregate):
         # Before idempotency: an erased run answers every append the same way, even a
         # retry whose receipt outlived the erased records.
         self.ensure_not_erased()
+        if all(draft.idempotency_key is None for draft in drafts):
+            plan = self._plan_unkeyed(drafts)
+        else:
+            plan = self._plan_keyed(drafts, receipts)
+        if plan.new:
+            size = plan.offsets[-1] - self.head_offset
+            # A body counts toward the totals once: reserved at prepare, or here for an
+            # intent prepared before reservations existed.
+            unreserved = sum(draft.object.size for _, draft in plan.new
+                             if draft.object is not None
+                             and draft.object.object_id not in self.reservations)
+            self._ensure_appendable(len(plan.new), size, size + unreserved)
+        return plan
+
+    def _plan_unkeyed(self, drafts: Sequence[Draft]) -> AppendPlan:
+        """Drafts without idempotency keys: all new, in order."""
+        first = self.head + 1
+        sequences = tuple(range(first, first + len(drafts)))
+        offsets = tuple(accumulate([draft.size for draft in drafts], initial=self.head_offset))
+        return AppendPlan(sequences, tuple(zip(sequences, drafts, strict=True)), (), offsets[1:])
+
+    def _plan_keyed(self, drafts: Sequence[Draft], receipts: Mapping[str, int]) -> AppendPlan:
         seen = dict(receipts)
         sequences: list[int] = []
         new: list[tuple[int, Draft]] = []
@@ -240,13 +263,6 @@ class Stream(Aggregate):
             if key is not None:
                 seen[key] = next_sequence
             next_sequence += 1
-        if new:
-            size = sum(draft.size for _, draft in new)
-            # A body counts toward the totals once: reserved at prepare, or here for an
-            # intent prepared before reservations existed.
-            unreserved = sum(draft.object.size for _, draft in new if draft.object is not None
-                             and draft.object.object_id not in self.reservations)
-            self._ensure_appendable(len(new), size, size + unreserved)
         return AppendPlan(tuple(sequences), tuple(new), tuple(duplicates), tuple(offsets))
 
     def append(self, plan: AppendPlan) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import json
 from datetime import datetime
+from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -114,11 +115,26 @@ def _fits(payload: str) -> bool:
     return len(payload) <= PAYLOAD_LIMIT_BYTES and len(payload.encode()) <= PAYLOAD_LIMIT_BYTES
 
 
+_LEAST_RECORD_CHARS = len('{"s":0,"t":"","a":"0000-00-00T00:00:00","z":0}')
+"""What every record's text holds besides its content type and payload (`_record_json`)."""
+_CONTENT_TYPE = attrgetter("content_type")
+_PAYLOAD = attrgetter("payload_json")
+
+
+def _surely_too_long(records: tuple[StoredRecord, ...]) -> bool:
+    """Whether the records' texts cannot fit a payload, by a count of characters that
+    their texts hold at least (a text never has fewer UTF-8 bytes than characters)."""
+    payloads = [text for text in map(_PAYLOAD, records) if text is not None]
+    least = (len(records) * _LEAST_RECORD_CHARS + sum(map(len, map(_CONTENT_TYPE, records)))
+             + len(',"p":') * len(payloads) + sum(map(len, payloads)))
+    return least > PAYLOAD_LIMIT_BYTES
+
+
 def encode_wake(wake: Wake, origin: str) -> str:
     """Always returns a payload that fits: without records when they would not."""
     prefix = ("" if wake.closed else origin) + "\n" + wake.stream.channel_key + "\n"
     status = '{"h":' + str(wake.head) + ',"c":' + ("true" if wake.closed else "false")
-    if wake.records is not None:
+    if wake.records is not None and not _surely_too_long(wake.records):
         records = ",".join(map(_record_json, wake.records))
         with_records = prefix + status + ',"r":[' + records + "]}"
         if _fits(with_records):

@@ -7,30 +7,38 @@ A payload of JSON `null` is the text `null`, distinct from SQL NULL (no payload)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from operator import attrgetter
 from typing import Any
 
 from application.ports.records import StoredRecord
 from domain.errors import InvalidRecord
 from domain.records import ObjectRef
 
+PAYLOAD_SEPARATOR = "\x1e"
+"""What joins the payload texts of a group's write (a control character JSON escapes)."""
+
 RECORD_COLUMNS = ("sequence, content_type, appended_at, size, payload, data, object_id, "
                   "object_size, object_sha256, object_content_type, idempotency_key")
 
 
-def payload_text(record: StoredRecord) -> str | None:
-    """The payload as stored, checked storable: a record Postgres would refuse must fail
-    its own unit of work, not the shared transaction it would have been written in.
-
-    Refused: NaN/Infinity (not JSON), and any text Postgres cannot hold (NUL
-    characters, unpaired surrogates) in the payload or the text columns.
+def check_storable(records: Sequence[StoredRecord]) -> None:
+    """Refuse records Postgres would refuse, so that they fail their own unit of work, not
+    the shared transaction they would have been written in: any text Postgres cannot hold
+    (NUL characters, unpaired surrogates) in the text columns, and a payload text with
+    the separator the group's write joins payloads with, which no JSON holds raw
+    (`group_commit/record_columns.py`). The domain's canonical encoder refused NaN and
+    unpaired surrogates, and JSON escapes NUL. Each distinct text is checked once.
     """
-    _check_storable(record.content_type)
-    if record.idempotency_key is not None:
-        _check_storable(record.idempotency_key)
-    # Encoded by the domain's canonical encoder, which already refused NaN and unpaired
-    # surrogates; JSON escapes NUL, so it is storable as it is.
-    return record.payload_json
+    for text in {*map(_CONTENT_TYPE, records), *filter(None, map(_KEY, records))}:
+        _check_storable(text)
+    if PAYLOAD_SEPARATOR in "".join(filter(None, map(_PAYLOAD, records))):
+        raise InvalidRecord("a payload must be JSON text, which escapes control characters")
+
+
+_CONTENT_TYPE = attrgetter("content_type")
+_KEY = attrgetter("idempotency_key")
+_PAYLOAD = attrgetter("payload_json")
 
 
 def storable(text: str) -> bool:

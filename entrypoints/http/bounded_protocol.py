@@ -15,6 +15,7 @@ Rules:
   subscription has unwound. The next subscription on a kept-alive (or pipelined)
   connection can start while the last one is still returning: it keeps the
   connection's slot rather than asking for another.
+- A response's head leaves with its body, in one write (`coalesced_writes.py`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from entrypoints.http.coalesced_writes import HeadHoldingTransport
 from entrypoints.http.connection_deadlines import DeadlinedHttpToolsProtocol
 from entrypoints.http.connections import ConnectionBudget, Pool
 from entrypoints.http.transport_problems import TOO_MANY, refuse_stream
@@ -80,6 +82,7 @@ class AdmittingHttpToolsProtocol(DeadlinedHttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self.transport = HeadHoldingTransport(transport, self.loop)  # type: ignore[assignment]
         self._address = self.client[0] if self.client else ""
         if not self.budget.admit(self._address):
             self._refuse()

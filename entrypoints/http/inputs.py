@@ -72,12 +72,25 @@ def check_record_depth(records: Sequence[Any]) -> None:
 
     Iterative, so the check itself cannot hit the recursion limit. A typed record
     (`Submitted`) is the record object around its payload; only a payload that is an
-    object or an array is walked.
+    object or an array is walked, and one whose members are all scalars is not walked
+    further (it is two levels deep).
     """
-    pending: list[tuple[Any, int]] = [
-        (record.payload, 2) if isinstance(record, Submitted) else (record, 1)
-        for record in records
-        if not isinstance(record, Submitted) or isinstance(record.payload, dict | list)]
+    pending: list[tuple[Any, int]] = []
+    for record in records:
+        if type(record) is not Submitted:
+            pending.append((record, 1))
+            continue
+        payload = record.payload
+        kind = type(payload)
+        if kind is dict:
+            if _SCALARS.issuperset(map(type, payload.values())):
+                continue
+        elif kind is list:
+            if _SCALARS.issuperset(map(type, payload)):
+                continue
+        elif not isinstance(payload, dict | list):
+            continue
+        pending.append((payload, 2))
     while pending:
         value, depth = pending.pop()
         if depth > MAX_JSON_DEPTH + 1:  # +1: the record object around the payload
@@ -87,3 +100,6 @@ def check_record_depth(records: Sequence[Any]) -> None:
             pending.extend((item, depth + 1) for item in value.values())
         elif isinstance(value, list):
             pending.extend((item, depth + 1) for item in value)
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})

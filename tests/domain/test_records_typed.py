@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from domain.canonical_json import compact_json
 from domain.errors import DomainError, TooLarge
 from domain.payload_text import canonical_text
-from domain.records import INLINE_MAX_BYTES, Submitted, draft_from_wire
+from domain.records import INLINE_MAX_BYTES, Submitted, draft_from_wire, drafts_from_wire
 
 typed_records = msgspec.json.Decoder(list[Submitted]).decode
 
@@ -45,9 +45,10 @@ records = st.one_of(
 masks = st.sampled_from([(), ("/a",), ("/0", "/b/c")])
 
 
-def outcome(record: Any, mask: tuple[str, ...]) -> Any:
+def outcome(record: Any, mask: tuple[str, ...], *, in_batch: bool = False) -> Any:
+    """What drafting `record` comes to, alone or (`in_batch`) by `drafts_from_wire`."""
     try:
-        draft = draft_from_wire(record, mask)
+        draft = drafts_from_wire([record], mask)[0] if in_batch else draft_from_wire(record, mask)
     except DomainError as error:
         return type(error), error.code, error.detail, error.extra
     return (draft.content_type, draft.size, draft.payload_json, draft.has_payload,
@@ -66,7 +67,9 @@ def test_a_typed_record_comes_out_as_its_plain_decoding_does(
         return  # not of the wire types: the plain path alone answers it
     assert all(isinstance(record, dict) for record in plain)
     for typed_record, plain_record in zip(typed, plain, strict=True):
-        assert outcome(typed_record, mask) == outcome(plain_record, mask)
+        assert outcome(typed_record, mask) == outcome(plain_record, mask) \
+            == outcome(typed_record, mask, in_batch=True) \
+            == outcome(plain_record, mask, in_batch=True)
 
 
 @settings(max_examples=200, deadline=None)
@@ -79,7 +82,7 @@ def test_every_well_typed_batch_takes_the_typed_path(batch: list[Any],
     body = json.dumps(batch).encode()
     typed = typed_records(body)
     for typed_record, plain_record in zip(typed, msgspec.json.decode(body), strict=True):
-        assert outcome(typed_record, mask) == outcome(plain_record, mask)
+        assert outcome(typed_record, mask, in_batch=True) == outcome(plain_record, mask)
 
 
 @settings(max_examples=1000, deadline=None)

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from adapters.postgres.notifications import (
     PAYLOAD_LIMIT_BYTES,
+    _record_json,
     decode_live,
     decode_wake,
     encode_live,
@@ -88,3 +91,27 @@ def test_live_chunks_round_trip_and_oversized_ones_are_dropped() -> None:
                        ) == LiveChunk(KEY, 1, None)
     assert encode_live(LiveChunk(KEY, 10, "x" * PAYLOAD_LIMIT_BYTES), "me") is None
     assert encode_live(LiveChunk(KEY, 11, {1j}), "me") is None  # not JSON at all
+
+
+@pytest.mark.parametrize("count", [1, 7, 60, 100])
+def test_records_that_just_fit_ride_their_wake_and_one_character_more_does_not(
+        count: int) -> None:
+    """The short cut that skips encoding the records of a large batch (their texts hold
+    more characters than the limit) never leaves out records that would have fitted:
+    here the bound it counts is as tight as it gets (one-digit numbers, a time without
+    fractions or zone, a one-character payload text beside a growing one)."""
+    at = datetime(2026, 1, 1)
+
+    def records(length: int) -> tuple[StoredRecord, ...]:
+        texts = [compact_text("x" * length)] + ["0"] * (count - 1)
+        return tuple(StoredRecord(1, "a/b", at, 1, payload_json=text) for text in texts)
+
+    def size(length: int) -> int:
+        texts = ",".join(map(_record_json, records(length)))
+        return len(f'me\n{KEY.channel_key}\n{{"h":1,"c":false,"r":[{texts}]}}'.encode())
+
+    length = PAYLOAD_LIMIT_BYTES - size(0)
+    assert size(length) == PAYLOAD_LIMIT_BYTES
+    assert decoded(encode_wake(Wake(KEY, 1, False, records(length)), "me")).records \
+        == records(length)
+    assert decoded(encode_wake(Wake(KEY, 1, False, records(length + 1)), "me")).records is None

@@ -30,7 +30,7 @@ import asyncpg
 
 from adapters.postgres.codec import AggregateCodec
 from adapters.postgres.group_commit.stream_cache import clone
-from adapters.postgres.record_rows import payload_text, storable
+from adapters.postgres.record_rows import check_storable, storable
 from adapters.staging import QueuedDeletion, Staging
 from application.ports.records import StoredRecord
 from application.ports.streams import Removed
@@ -90,7 +90,6 @@ class GroupStream:
         "intent_events",
         "intents",
         "key",
-        "payload_texts",
         "pristine",
         "receipts",
         "records",
@@ -111,7 +110,6 @@ class GroupStream:
         self.deletions: list[QueuedDeletion] = []
         self.intents: dict[str, ObjectIntent] = {}
         self.intent_events: list[Any] = []
-        self.payload_texts: dict[int, str | None] = {}
         self.delete_through = 0
         self.changed = False
 
@@ -146,7 +144,6 @@ class PostgresSession(Staging):
         self.stream: Stream = locked.stream
         self.run_erased = locked.run_erased
         self.version_at_start = locked.stream.version
-        self.payload_texts: dict[int, str | None] = {}
         self._locked = locked
         self._connection: asyncpg.Connection | None = connection
         self._codec = codec
@@ -197,9 +194,8 @@ class PostgresSession(Staging):
         return list(merged.values())
 
     def add_records(self, records: Sequence[StoredRecord]) -> None:
-        """Encodes (and so checks) each body now, inside the unit of work that staged it."""
-        texts = {record.sequence: payload_text(record) for record in records}
-        self.payload_texts.update(texts)
+        """Checks each record storable now, inside the unit of work that staged it."""
+        check_storable(records)
         super().add_records(records)
 
     async def remove_records_through(self, sequence: int) -> Removed:
@@ -241,7 +237,6 @@ def accept(locked: GroupStream, session: PostgresSession) -> None:
     """Fold a cleanly finished session into its group."""
     if session.fold(list(session.stream.collect_events()), locked):
         locked.changed = True
-    locked.payload_texts.update(session.payload_texts)
 
 
 def reject(locked: GroupStream, session: PostgresSession) -> None:

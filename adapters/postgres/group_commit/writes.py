@@ -17,9 +17,9 @@ from uuid import UUID
 from adapters.fanout import carried_records
 from adapters.postgres.codec import AggregateCodec
 from adapters.postgres.fences import assert_unfenced
+from adapters.postgres.group_commit.record_columns import INSERT_RECORDS, RecordColumns
 from adapters.postgres.group_commit.unit_of_work import GroupStream
 from adapters.postgres.notifications import WAKE_CHANNEL, encode_wake
-from application.ports.records import StoredRecord
 from application.ports.waking import Wake
 from domain.object_intent import ObjectIntent
 
@@ -30,7 +30,7 @@ class GroupWrites:
 
     events: list[tuple[Any, ...]] = field(default_factory=list)
     """`runnel_event` values."""
-    records: list[tuple[Any, ...]] = field(default_factory=list)
+    records: RecordColumns = field(default_factory=RecordColumns)
     receipt_streams: list[UUID] = field(default_factory=list)
     receipt_keys: list[str] = field(default_factory=list)
     receipt_sequences: list[int] = field(default_factory=list)
@@ -78,9 +78,7 @@ class GroupWrites:
         self.events.extend((stored.originator_id, stored.originator_version, stored.topic,
                             stored.state)
                            for stored in codec.events([*locked.events, *locked.intent_events]))
-        texts = locked.payload_texts
-        self.records.extend(_record_row(locked.id, record, texts[record.sequence])
-                            for record in locked.records)
+        self.records.add(locked.id, locked.records)
         for key, sequence in locked.receipts.items():
             self.receipt_streams.append(locked.id)
             self.receipt_keys.append(key)
@@ -132,18 +130,6 @@ class GroupWrites:
                 self.consumer_acks.append(acked)
 
 
-def _record_row(stream_id: UUID, record: StoredRecord, payload: str | None) -> tuple[Any, ...]:
-    """A `runnel_record_v2` value (migration 0015)."""
-    ref = record.object
-    if ref is None:
-        return (stream_id, record.sequence, record.content_type, record.appended_at,
-                record.size, payload, record.data, None, None, None, None,
-                record.idempotency_key, record.offset)
-    return (stream_id, record.sequence, record.content_type, record.appended_at, record.size,
-            payload, record.data, ref.object_id, ref.size, ref.sha256, ref.content_type,
-            record.idempotency_key, record.offset)
-
-
 # One statement writes a whole group: a data-modifying CTE per kind of row that the
 # group has (empty ones are left out: each costs the server even when empty), then
 # the NOTIFYs. Parameters are numbered as the parts are put together.
@@ -152,12 +138,7 @@ _PARTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     INSERT INTO stream_events (originator_id, originator_version, topic, state)
     SELECT * FROM unnest({}::runnel_event[])""",
      ("events",)),
-    ("new_records", """
-    INSERT INTO records (stream, sequence, content_type, appended_at, size, payload, data,
-                         object_id, object_size, object_sha256, object_content_type,
-                         idempotency_key, byte_offset)
-    SELECT * FROM unnest({}::runnel_record_v2[])""",
-     ("records",)),
+    ("new_records", INSERT_RECORDS, ("records",)),
     ("new_receipts", """
     INSERT INTO append_receipts (stream, idempotency_key, sequence)
     SELECT * FROM unnest({}::uuid[], {}::text[], {}::int8[])
@@ -231,6 +212,8 @@ def write_statement(writes: GroupWrites, region: str) -> tuple[str, list[Any]]:
         values = [getattr(writes, field_name) for field_name in fields]
         if not values[0]:
             continue
+        if name == "new_records":
+            values = writes.records.arguments()
         first = len(arguments) + 1
         placeholders = [f"${first + offset}" for offset in range(len(values))]
         ctes.append(f"{name} AS ({template.format(*placeholders)}\n)")
