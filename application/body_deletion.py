@@ -3,19 +3,35 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from application.node import NodeSettings
 from application.ports.clock import Clock
 from application.ports.objects import ObjectStore
 from application.ports.outboxes import BodyDeletion, DeletionOutbox
-from application.ports.streams import StreamStore
+from application.ports.streams import StreamSession, StreamStore
+from domain.object_intent import LIVE_STATES, WITH_BODY
 
 HOLD_RECHECK_SECONDS = 60.0
 """How long a deletion waits before looking at its stream's legal hold again."""
 MAX_BACKOFF_SECONDS = 300.0
 AT_ONCE = "at-once"
 """The claimer name of deletions made by the change that queued them (`delete_now`)."""
+
+
+async def doom_bodies(session: StreamSession, now: datetime) -> list[tuple[str, str]]:
+    """Inside the unit of work that erases or deletes a stream: its unfinished uploads are
+    aborted and every stored body is queued for deletion with the change; returns them, for
+    `BodyDeleter.delete_now` after the commit (never a record pointing at a deleted body)."""
+    intents = await session.intents()
+    bodies = [intent for intent in intents if intent.current_state in WITH_BODY]
+    for intent in intents:
+        if intent.current_state in LIVE_STATES:
+            intent.abort()
+            session.save_intent(intent)
+    doomed = [(intent.region, intent.object_key) for intent in bodies]
+    session.queue_deletions(doomed, now)
+    return doomed
 
 
 def deletion_backoff_seconds(attempts: int) -> float:

@@ -6,14 +6,13 @@ import asyncio
 from dataclasses import dataclass, field
 
 from application.access import load_stream, run_key, stream_for_writing, stream_key
-from application.body_deletion import BodyDeleter
+from application.body_deletion import BodyDeleter, doom_bodies
 from application.node import NodeSettings
 from application.ports.clock import Clock
 from application.ports.outboxes import DeletionOutbox
 from application.ports.streams import StreamStore
 from domain.errors import InvalidRecord, NotFound
 from domain.identifiers import StreamKey
-from domain.object_intent import LIVE_STATES, WITH_BODY
 from domain.principal import Principal, Scope
 from domain.residency import ensure_may_write_here
 from domain.text import is_storable
@@ -116,14 +115,7 @@ class StreamLifecycle:
                 if not removing:  # erased before: its records went then, its bodies were queued
                     continue
                 records += (await session.remove_records_through(head)).records
-                intents = await session.intents()
-                bodies = [intent for intent in intents if intent.current_state in WITH_BODY]
-                for intent in intents:
-                    if intent.current_state in LIVE_STATES:
-                        intent.abort()
-                        session.save_intent(intent)
-                doomed = [(intent.region, intent.object_key) for intent in bodies]
-                session.queue_deletions(doomed, self._clock.now())
+                doomed = await doom_bodies(session, self._clock.now())
             # Bodies go after the commit (never a record that points at a deleted body),
             # queued with it: a crash in between leaves them to the deletion worker.
             objects += await self._deleter.delete_now(doomed)

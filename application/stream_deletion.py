@@ -7,13 +7,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from application.access import stream_key
-from application.body_deletion import BodyDeleter
+from application.body_deletion import BodyDeleter, doom_bodies
 from application.node import NodeSettings
 from application.ports.clock import Clock
 from application.ports.streams import StreamStore
 from domain.errors import NotFound
 from domain.identifiers import StreamKey
-from domain.object_intent import LIVE_STATES, WITH_BODY
 from domain.principal import Principal, Scope, ensure_writer
 from domain.residency import ensure_may_write_here
 
@@ -87,12 +86,5 @@ class StreamDeletion:
             if not stream.delete():
                 return StreamDeletionReport(0, 0)
             records = (await session.remove_records_through(session.stream.head)).records
-            intents = await session.intents()
-            bodies = [intent for intent in intents if intent.current_state in WITH_BODY]
-            for intent in intents:
-                if intent.current_state in LIVE_STATES:
-                    intent.abort()
-                    session.save_intent(intent)
-            doomed = [(intent.region, intent.object_key) for intent in bodies]
-            session.queue_deletions(doomed, self._clock.now())
+            doomed = await doom_bodies(session, self._clock.now())
         return StreamDeletionReport(records, await self._deleter.delete_now(doomed))

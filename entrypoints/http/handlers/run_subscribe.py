@@ -13,8 +13,8 @@ from litestar.response import Stream
 from domain.run_filter import RunFilter
 from entrypoints.http.callers import Caller
 from entrypoints.http.inputs import run_subscribe_cursor
-from entrypoints.http.sse.run_subscription import RunReaderLease, encoded_run_frames
-from entrypoints.http.sse.subscription import event_stream, register_release
+from entrypoints.http.sse.run_subscription import encoded_run_frames
+from entrypoints.http.sse.subscription import ReaderLease, event_stream, register_release
 
 RUN_CURSOR = ("A compound cursor: `stream_id=sequence` entries joined by `,` (a stream it "
               "does not name starts at 0); at most 64 entries and 4096 characters.")
@@ -55,6 +55,6 @@ async def subscribe_run(
                   else principal.expires_at - time.time())
     follow = await caller.service.run_follower.open(principal, run_id, cursor, wanted, live,
                                                     expires_in)
-    lease = RunReaderLease(follow, caller.metrics)
+    lease = ReaderLease(follow, caller.metrics)
     register_release(request.scope, lease.release)
     return event_stream(encoded_run_frames(follow, run_id, lease.release))

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Protocol
 
 from litestar.response import Stream
 from litestar.types import ASGIApp, Receive, Scope, Send
@@ -66,25 +67,39 @@ def event_stream(frames: AsyncIterator[bytes]) -> Stream:
 
 
 async def encoded_frames(follow: OpenFollow, release: Release,
-                     memo: FrameMemo = FRAMES) -> AsyncIterator[bytes]:
+                         memo: FrameMemo = FRAMES) -> AsyncIterator[bytes]:
+    frames = (encode_frame(frame, follow.key, memo) async for frame in follow.frames())
+    async for frame in paced(frames, release,
+                             f"{follow.key.run_id}/{follow.key.stream_id}"):
+        yield frame
+
+
+async def paced(frames: AsyncIterator[bytes], release: Release,
+                subject: str) -> AsyncIterator[bytes]:
+    """`frames` as they come, with a turn of the loop every `YIELD_EVERY_FRAMES`; a store
+    outage ends them quietly (the reader resumes anywhere); `release` at the end."""
     try:
         sent = 0
-        async for frame in follow.frames():
-            yield encode_frame(frame, follow.key, memo)
+        async for frame in frames:
+            yield frame
             sent += 1
             if sent % YIELD_EVERY_FRAMES == 0:
                 await asyncio.sleep(0)
     except StoreUnavailable as outage:
-        log.warning("ending a subscription to %s/%s: %s", follow.key.run_id,
-                    follow.key.stream_id, outage)
+        log.warning("ending a subscription to %s: %s", subject, outage)
     finally:
         await release()
 
 
-class ReaderLease:
-    """One open subscription: counted in the readers gauge until released, exactly once."""
+class Closable(Protocol):
+    async def close(self) -> None: ...
 
-    def __init__(self, follow: OpenFollow, metrics: Metrics) -> None:
+
+class ReaderLease:
+    """One open subscription (of a stream, or of a run): counted in the readers gauge until
+    released, exactly once."""
+
+    def __init__(self, follow: Closable, metrics: Metrics) -> None:
         self._follow = follow
         self._metrics = metrics
         self._released = False
