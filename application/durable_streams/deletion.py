@@ -6,6 +6,9 @@ Rules:
 - the run is erased (marked, on every node) before its path stops naming it: an append
   through an entry found before the delete stores nothing (`EntryCache`);
 - a stream under legal hold is not deleted (while held, nothing of it is deleted);
+- an entry whose stream is gone behind the path (the native DELETE of ADR 0075, a native
+  run erase, the expiry pin of ADR 0076) is dropped when a DELETE or a PUT meets it: the
+  path is then free, as after a facade DELETE;
 - the facade erases only runs of its own making (`RUN_PREFIX`).
 """
 
@@ -26,11 +29,24 @@ EXPIRY_SUBJECT = "runnel:facade-expiry"
 
 async def delete_entry(service: RunnelService, catalog: FacadeCatalog, principal: Principal,
                        entry: FacadeEntry) -> None:
-    """Erase the run; drop the entry unless forks of it remain; then drop every deleted
-    source up the chain that this left without forks."""
-    stream = await service.definitions.get_for_writing(principal, entry.run_id, FACADE_STREAM)
+    """Erase the run and drop the entry (`drop_entry`), for a writer, never under legal
+    hold. An entry whose stream is gone behind it (deleted or erased through the native
+    API, or past its expiry pin) is dropped all the same, and the DELETE is a 404."""
+    try:
+        stream = await service.definitions.get_for_writing(principal, entry.run_id,
+                                                           FACADE_STREAM)
+    except NotFound:
+        await drop_entry(service, catalog, upkeep(principal.tenant), entry)
+        raise
     if stream.legal_hold:
         raise PathInUse("the stream is under legal hold")
+    await drop_entry(service, catalog, principal, entry)
+
+
+async def drop_entry(service: RunnelService, catalog: FacadeCatalog, principal: Principal,
+                     entry: FacadeEntry) -> None:
+    """Erase the run; drop the entry unless forks of it remain; then drop every deleted
+    source up the chain that this left without forks."""
     await erase_run(service, principal, entry.run_id)
     if await catalog.forks_of(principal.tenant, entry.path):
         await catalog.mark_deleted(principal.tenant, entry.path)

@@ -27,7 +27,13 @@ from typing import Any
 
 from application.appending import AppendResult
 from application.durable_streams.definition import facade_definition
-from application.durable_streams.deletion import RUN_PREFIX, delete_entry, erase_run, upkeep
+from application.durable_streams.deletion import (
+    RUN_PREFIX,
+    delete_entry,
+    drop_entry,
+    erase_run,
+    upkeep,
+)
 from application.durable_streams.entry_cache import EntryCache
 from application.durable_streams.forks import FACADE_STREAM, fork_into
 from application.durable_streams.stream_config import StreamConfig, StreamStatus, matching
@@ -130,7 +136,12 @@ class DurableStreams:
         principal.require_scope(Scope.WRITE)
         existing = await self._existing(principal, path)
         if existing is not None:
-            return await self._recreated(principal, existing, config), False
+            try:
+                return await self._recreated(principal, existing, config), False
+            except NotFound:  # its stream is gone behind the path: the path is free
+                self._entries.forget(principal.tenant, path)
+                await drop_entry(self._service, self._catalog, upkeep(principal.tenant),
+                                 existing)
         run_id = RUN_PREFIX + uuid.uuid4().hex
         definition = facade_definition(principal, self._templates, config.definition)
         await self._service.definitions.create(principal, run_id, definition)

@@ -316,3 +316,33 @@ def test_a_template_that_is_no_definition_stops_the_node_at_start() -> None:
                       {"bad tenant": {}}, {"t1": []}):
         with pytest.raises(ValueError, match=r"RUNNEL_DURABLE_STREAMS_TEMPLATES|template"):
             Settings(durable_streams_templates=templates)
+
+
+def test_a_native_delete_of_the_stream_behind_a_path_leaves_the_path_not_found(
+        server: RestartableServer) -> None:
+    """The same stream, two faces: deleted through the native API (ADR 0075), the path
+    answers 404 to every verb, never a 5xx, and a PUT starts it afresh."""
+    path = fresh("deleted-natively")
+    with client(server.url) as http:
+        run_id = http.put(path, content=json.dumps([{"n": 1}]), headers=JSON
+                          ).headers["runnel-run-id"]
+        native = f"{server.api}/runs/{run_id}/streams/stream"
+        assert httpx.delete(native, headers=http.headers).status_code == 200
+        answers = {"GET": http.get(path).status_code,
+                   "HEAD": http.head(path).status_code,
+                   "POST": http.post(path, content="[2]", headers=JSON).status_code,
+                   "SSE": http.get(path, params={"offset": "-1", "live": "sse"}).status_code,
+                   "long-poll": http.get(path, params={"offset": "-1",
+                                                       "live": "long-poll"}).status_code}
+        assert answers == dict.fromkeys(answers, 404), answers
+        again = http.put(path, content=json.dumps([{"n": 3}]), headers=JSON)
+        assert again.status_code == 201, again.text
+        assert again.headers["runnel-run-id"] != run_id
+        assert http.get(path).json() == [{"n": 3}]
+        # A DELETE that meets a stream gone behind the path is a 404, and frees the path.
+        run_id = again.headers["runnel-run-id"]
+        native = f"{server.api}/runs/{run_id}/streams/stream"
+        assert httpx.delete(native, headers=http.headers).status_code == 200
+        assert http.delete(path).status_code == 404
+        assert http.put(path, content="[4]", headers=JSON).status_code == 201
+        assert http.get(path).json() == [4]
