@@ -15,7 +15,12 @@ and 16 connections on one hot stream, 16 connections on 16 streams, and batches 
 records at 8 connections on 8 streams. Each figure is the median of the rounds: p50/p99
 latency, the server's CPU time per request (from `/proc`), and single appends as a ratio
 of the floor, by throughput and by CPU per request (the floor's CPU per request over
-theirs: what the ratio would be if both were CPU-bound).
+theirs: what the ratio would be if both were CPU-bound). Under each figure, the box's CPU
+per request split into the server's, this client's and the rest (Postgres, on a quiet
+box), and the box ceiling: the rate with every core busy at those costs. After the
+scenarios, **rows alone** stores batches of 100 rows in the same records table straight
+from 8 connections, with no HTTP server: Postgres's own cost of a batch, the floor under
+any server's.
 
     .venv/bin/python -m bench.http [--seconds 5] [--rounds 3] [--processes 1,2] [--peers]
                                    [--no-workers] [--compare CHECKOUT]
@@ -31,6 +36,7 @@ connections on 16 streams, and JSON arrays of 100 messages at 8 connections on 8
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import shutil
@@ -38,18 +44,21 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import uvloop
 
 from bench.rawhttp import (
     Figure,
     ServerCpu,
     constant_app,
+    figure_of,
     free_port,
     load,
     measured,
@@ -147,10 +156,44 @@ async def scenario(runnel: Runnel, connections: int, streams: int, records: int,
 
 
 def _median(figures: list[Figure]) -> Figure:
-    return Figure(rate=statistics.median(f.rate for f in figures),
-                  p50_ms=statistics.median(f.p50_ms for f in figures),
-                  p99_ms=statistics.median(f.p99_ms for f in figures),
-                  cpu_us=statistics.median(f.cpu_us for f in figures))
+    return Figure(*(statistics.median(getattr(f, name) for f in figures)
+                    for name in ("rate", "p50_ms", "p99_ms", "cpu_us", "client_us", "box_us")))
+
+
+ROWS_ALONE = """
+    INSERT INTO records (stream, sequence, content_type, appended_at, size, payload,
+                         byte_offset)
+    SELECT $1, n, 'application/json', now(), 15, '{"token":"Hel"}', 15 * n
+    FROM generate_series($2::int8, $2 + $3 - 1) AS n"""
+
+
+async def rows_alone(database: str, connections: int, records: int, seconds: float
+                     ) -> Figure:
+    """Postgres with no HTTP server: each connection inserts `records` rows into the
+    records table (the schema `runnel serve` migrated) per autocommit statement, in a
+    loop: what storing the rows costs the box before any server work."""
+    opened = [await asyncpg.connect(dsn_for(database)) for _ in range(connections)]
+    latencies: list[float] = []
+    stop = time.perf_counter() + seconds
+
+    async def one(connection: asyncpg.Connection) -> None:
+        stream, first = uuid.uuid4(), 1
+        while time.perf_counter() < stop:
+            sent = time.perf_counter()
+            await connection.execute(ROWS_ALONE, stream, first, records)
+            latencies.append(time.perf_counter() - sent)
+            first += records
+
+    async def run() -> Figure:
+        started = time.perf_counter()
+        await asyncio.gather(*(one(connection) for connection in opened))
+        return figure_of(latencies, time.perf_counter() - started)
+
+    try:
+        return await measured(None, run())
+    finally:
+        for connection in opened:
+            await connection.close()
 
 
 async def echo_floor(kind: str, connections: int, seconds: float, rounds: int) -> Figure:
@@ -166,6 +209,9 @@ async def echo_floor(kind: str, connections: int, seconds: float, rounds: int) -
         return _median([await measured(cpu, load(port, lambda _: message, connections, seconds))
                         for _ in range(rounds)])
 
+
+ROWS_LABEL = "rows alone, 100 a statement, 8 conns"
+"""Postgres storing a batch's rows with no server (`rows_alone`), after the scenarios."""
 
 SCENARIOS: list[tuple[str, int, int, int]] = [
     # label, connections, streams, records per request
@@ -196,7 +242,10 @@ async def runnel_figures(args: argparse.Namespace, processes: int, root: Path = 
                 for label, connections, streams, records in SCENARIOS:
                     results[label].append(await scenario(runnel, connections, streams,
                                                          records, args.seconds, cpu))
-            return {label: _median(figures) for label, figures in results.items()}
+            figures = {label: _median(figures) for label, figures in results.items()}
+        figures[ROWS_LABEL] = _median([await rows_alone(database, 8, 100, args.seconds)
+                                       for _ in range(args.rounds)])
+        return figures
     finally:
         await drop_database(database)
 
@@ -224,6 +273,7 @@ async def peer_figures(args: argparse.Namespace) -> dict[str, Figure] | str:
         data.mkdir()
         with process(["node", "-e", PEER_SERVER, module, str(port), str(data)], {}) as child:
             await wait_listening(port, child)
+            cpu = ServerCpu(child.pid)
             json_type = {"Content-Type": "application/json"}
             results: dict[str, list[Figure]] = {"single": [], "batch": []}
             for round_number in range(args.rounds + 1):  # the first round warms up
@@ -237,8 +287,9 @@ async def peer_figures(args: argparse.Namespace) -> dict[str, Figure] | str:
                             raise RuntimeError(f"peer create answered {status}: {answer!r}")
                     body = json.dumps([{"token": "Hel"}] * records).encode()
                     messages = [request("POST", path, body, json_type) for path in paths]
-                    figure = await load(port, lambda index, messages=messages: messages[index],
-                                        connections, 1.0 if round_number == 0 else args.seconds)
+                    figure = await measured(cpu, load(
+                        port, lambda index, messages=messages: messages[index], connections,
+                        1.0 if round_number == 0 else args.seconds))
                     if round_number:
                         results[label].append(figure)
             return {label: _median(figures) for label, figures in results.items()}
@@ -248,6 +299,13 @@ def _line(label: str, figure: Figure, records: int, ratio: Callable[[Figure], st
     cpu = f"  cpu {figure.cpu_us:6.0f} us/req" if figure.cpu_us else ""
     return (f"  {label:36} {figure.rate:>9,.0f} req/s {figure.rate * records:>10,.0f} rec/s"
             f"   p50 {figure.p50_ms:6.2f} ms  p99 {figure.p99_ms:7.2f} ms{cpu}  {ratio(figure)}")
+
+
+def _split(figure: Figure, records: int) -> str:
+    """Where the box's CPU per request went, and the rate it could carry at most."""
+    return (f"  {'':36} box cpu {figure.box_us:6.0f} us/req = server {figure.cpu_us:.0f}"
+            f" + client {figure.client_us:.0f} + rest (Postgres) {figure.rest_us:.0f};"
+            f" box ceiling {figure.ceiling * records:,.0f} rec/s")
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -273,6 +331,10 @@ async def main(args: argparse.Namespace) -> None:
                         lambda figure, records=records: "" if records > 1
                         else f"{figure.rate / floor.rate:.2f}x floor"
                              f" (by cpu {floor.cpu_us / max(figure.cpu_us, 1e-9):.2f}x)"))
+            print(_split(figures[label], records))
+        rows = figures[ROWS_LABEL]
+        print(_line(ROWS_LABEL, rows, 100, lambda _: ""))
+        print(_split(rows, 100))
     if not args.peers:
         return
     peers = await peer_figures(args)
@@ -282,8 +344,10 @@ async def main(args: argparse.Namespace) -> None:
     ours = max(batch_rates)
     print(_line("DS reference, single, 16 conns, 16 st", peers["single"], 1,
                 lambda figure: f"{figure.rate / floor.rate:.2f}x floor"))
+    print(_split(peers["single"], 1))
     print(_line("DS reference, batch of 100, 8 conns", peers["batch"], 100,
                 lambda figure: f"Runnel batches: {ours / (figure.rate * 100):.2f}x this"))
+    print(_split(peers["batch"], 100))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import resource
 import signal
 import socket
 import statistics
@@ -63,13 +64,28 @@ async def send_once(port: int, message: bytes) -> tuple[int, bytes]:
 
 @dataclass(frozen=True)
 class Figure:
-    """Requests/s over the run, latency percentiles in milliseconds, and the server's CPU
-    time per request in microseconds (user + system of its processes; 0 when unknown)."""
+    """Requests/s over the run, latency percentiles in milliseconds, and CPU time per
+    request in microseconds (0 when unknown): the server's (user + system of its
+    processes), this client's, and the whole box's (every core, from `/proc/stat`)."""
 
     rate: float
     p50_ms: float
     p99_ms: float
     cpu_us: float = 0.0
+    client_us: float = 0.0
+    box_us: float = 0.0
+
+    @property
+    def rest_us(self) -> float:
+        """The box's CPU per request beyond the server and this client: Postgres, on a
+        quiet box."""
+        return max(self.box_us - self.cpu_us - self.client_us, 0.0)
+
+    @property
+    def ceiling(self) -> float:
+        """Requests/s with every core busy at these costs per request: what the box
+        could carry at most, whatever the number of connections."""
+        return (os.cpu_count() or 1) * 1e6 / self.box_us if self.box_us else 0.0
 
 
 class ServerCpu:
@@ -94,16 +110,30 @@ class ServerCpu:
         return total / os.sysconf("SC_CLK_TCK")
 
 
+def box_seconds() -> float:
+    """CPU seconds every core of the box has spent busy since boot (`/proc/stat`: user,
+    nice, system, irq, softirq)."""
+    with open("/proc/stat") as stat:
+        fields = stat.readline().split()
+    return sum(int(fields[index]) for index in (1, 2, 3, 6, 7)) / os.sysconf("SC_CLK_TCK")
+
+
+def client_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 async def measured(cpu: ServerCpu | None, run: Awaitable[Figure]) -> Figure:
-    """`run`'s figure, with the server's CPU per request when `cpu` is given."""
-    before = cpu.seconds() if cpu is not None else 0.0
+    """`run`'s figure, with the CPU per request of the server (when `cpu` is given), of
+    this client and of the box."""
+    before = (cpu.seconds() if cpu is not None else 0.0, client_seconds(), box_seconds())
     started = time.perf_counter()
     figure = await run
-    if cpu is None:
-        return figure
-    requests = figure.rate * (time.perf_counter() - started)
-    return Figure(figure.rate, figure.p50_ms, figure.p99_ms,
-                  1e6 * (cpu.seconds() - before) / max(requests, 1.0))
+    requests = max(figure.rate * (time.perf_counter() - started), 1.0)
+    server, client, box = ((after - earlier) * 1e6 / requests for after, earlier in zip(
+        (cpu.seconds() if cpu is not None else 0.0, client_seconds(), box_seconds()),
+        before, strict=True))
+    return Figure(figure.rate, figure.p50_ms, figure.p99_ms, server, client, box)
 
 
 async def load(port: int, message_for: Callable[[int], bytes], connections: int,
@@ -128,7 +158,12 @@ async def load(port: int, message_for: Callable[[int], bytes], connections: int,
 
     started = time.perf_counter()
     await asyncio.gather(*(one(index) for index in range(connections)))
-    elapsed = time.perf_counter() - started
+    return figure_of(latencies, time.perf_counter() - started)
+
+
+def figure_of(latencies: list[float], elapsed: float) -> Figure:
+    """The rate and latency percentiles of requests that took `latencies` seconds each,
+    all within `elapsed` seconds."""
     ordered = sorted(latencies)
     return Figure(rate=len(ordered) / elapsed,
                   p50_ms=1000 * statistics.median(ordered),
