@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from application.listing import check_listing_page
+from application.ports.clock import Clock
 from application.ports.streams import RunSummary, StreamStore
 from domain.principal import Principal, Scope
 
@@ -24,16 +25,20 @@ class RunListing:
 
 class RunCatalog:
     """The runs of the principal's tenant (the token's, never a parameter): the scope of
-    listing a run's streams (`streams:read`), erased runs left out."""
+    listing a run's streams (`streams:read`), erased runs left out, and only the streams
+    a stream listing could show counted: deleted and expired ones are not (ADR 0075,
+    0076), and a run left with none of them is not listed."""
 
-    def __init__(self, store: StreamStore) -> None:
+    def __init__(self, store: StreamStore, clock: Clock) -> None:
         self._store = store
+        self._clock = clock
 
     async def list(self, principal: Principal, cursor: str | None,
                    limit: int) -> RunListing:
         principal.require_scope(Scope.READ)
         check_listing_page(cursor, limit)
-        read = await self._store.list_runs(principal.tenant, cursor, limit + 1)
+        read = await self._store.list_runs(principal.tenant, cursor, limit + 1,
+                                          self._clock.now())
         runs, more = read[:limit], len(read) > limit
         bound = principal.runs
         visible = [run for run in runs if bound is None or run.run_id in bound]

@@ -75,9 +75,9 @@ async def main(runs: int, streams: int, calls: int) -> None:
                 "SELECT 1 (round trip)": lambda: vacuum.fetchval("SELECT 1"),
                 "streams of one run (page of 100), baseline":
                     lambda: store.list_run(RunKey("bench", middle), None, 101),
-                "runs, first page of 100": lambda: store.list_runs("bench", None, 101),
-                "runs, a middle page of 100": lambda: store.list_runs("bench", middle, 101),
-                "runs, the last page (50)": lambda: store.list_runs("bench", last, 101),
+                "runs, first page of 100": lambda: store.list_runs("bench", None, 101, now),
+                "runs, a middle page of 100": lambda: store.list_runs("bench", middle, 101, now),
+                "runs, the last page (50)": lambda: store.list_runs("bench", last, 101, now),
             }
             print(f"Runs listing: {len(TENANTS)} tenants x {runs} runs x {streams} streams "
                   f"({len(keys)} streams, a quarter of the runs erased), {calls} calls "

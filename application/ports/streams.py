@@ -130,11 +130,12 @@ class StreamStore(Protocol):
         those above `after` when given, at most `limit` when given."""
         ...
 
-    async def list_runs(self, tenant: str, after: str | None,
-                        limit: int) -> Sequence[RunSummary]:
-        """The tenant's runs that hold a stream and are not marked erased, ascending by
-        `run_id` (Python's string order), only those above `after` when given, at most
-        `limit`. Another tenant's runs never appear."""
+    async def list_runs(self, tenant: str, after: str | None, limit: int,
+                        now: datetime) -> Sequence[RunSummary]:
+        """The tenant's runs that are not marked erased and hold a stream neither deleted
+        nor expired at `now` (only such streams are counted), ascending by `run_id`
+        (Python's string order), only those above `after` when given, at most `limit`.
+        Another tenant's runs never appear."""
         ...
 
     async def streams_with_retention(self, after: StreamKey | None, limit: int,

@@ -141,7 +141,7 @@ class NodeContainer(containers.DeclarativeContainer):
     dispatcher = providers.Singleton(InputDispatcher, outbox, reader, published, clock, node)
     intent_reaper = providers.Singleton(IntentReaper, store, clock, node.provided.region)
     orphan_sweeper = providers.Singleton(OrphanSweeper, store, object_store, clock, node)
-    run_catalog = providers.Singleton(RunCatalog, store)
+    run_catalog = providers.Singleton(RunCatalog, store, clock)
     delivery_inspection = providers.Singleton(DeliveryInspection, store, outbox, clock, node)
     redrive = providers.Singleton(DeadLetterRedrive, store, outbox, clock, node)
     stream_deletion = providers.Singleton(StreamDeletion, store, body_deleter, clock, node)

@@ -155,3 +155,15 @@ async def test_the_status_shows_the_credit_used_out_of_the_unread_ceiling(
     assert free == {"items": 0, "bytes": 0}  # no declared consumer: no ceiling binds
     listed = (await api.get(f"/runs/{run_id}/streams")).json()["streams"]
     assert [stream["status"]["unread"]["items"] for stream in listed] == [0, 2]
+
+
+async def test_deleted_streams_leave_the_runs_listing(server: RunnelServer) -> None:
+    async with client(server, token(tenant=tenant())) as api:
+        await create_stream(api, "mixed", "kept")
+        await create_stream(api, "mixed", "gone")
+        await create_stream(api, "all-gone", "s")
+        for run_id, stream_id in (("mixed", "gone"), ("all-gone", "s")):
+            deleted = await api.delete(f"/runs/{run_id}/streams/{stream_id}")
+            assert deleted.status_code == 200, deleted.text
+        assert [(run["run_id"], run["streams"]) for run in await all_runs(api)] == [
+            ("mixed", 1)]
