@@ -98,7 +98,7 @@ def create_app(settings: Settings, host: NodeHost | None = None,
                             provide_service, metrics, subscribe_tokens)),
                         *durable_streams_handlers(settings, auth, lambda: host.node.service,
                                                   lambda: host.node.backend.facade_catalog,
-                                                  lambda: host.node.clock)],
+                                                  lambda: host.node.clock, metrics)],
         dependencies={
             "probe": Provide(provide_probe, sync_to_thread=False),
             "scrape": Provide(provide_scrape, sync_to_thread=False),

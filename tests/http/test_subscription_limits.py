@@ -67,3 +67,25 @@ async def test_the_run_subscription_counts_one_against_the_cap(
                 await again.aread()
                 assert_problem(again, 429, "too_many_subscriptions")
             await asyncio.sleep(0.1)
+
+
+async def test_a_facade_event_stream_counts_as_a_reader_until_it_goes(
+        server: RunnelServer, run_id: str) -> None:
+    dave = bearer(token(sub="dave"))
+    async with httpx.AsyncClient(base_url=server.url, headers=dave, timeout=30) as face:
+        path = f"/v1/stream/{run_id}"
+        created = await face.put(path, headers={"content-type": "application/json"})
+        assert created.status_code == 201, created.text
+        before = await wait_for_metric(server.url, "runnel_sse_readers", lambda v: v >= 0)
+        async with face.stream("GET", path, params={"offset": "-1", "live": "sse"}) as first, \
+                face.stream("GET", path, params={"offset": "-1", "live": "sse"}) as second:
+            assert (first.status_code, second.status_code) == (200, 200)
+            await wait_for_metric(server.url, "runnel_sse_readers",
+                                  lambda v: v >= before + 2)
+            # The gauge and the cap count the same connections (two slots here).
+            assert_problem(await face.get(path, params={"offset": "-1", "live": "sse"}),
+                           429, "too_many_subscriptions")
+        # Gone once the server notices (at once here: the facade says upToDate at open,
+        # and the next write finds the socket closed at the latest).
+        await face.post(path, content=b'{"n": 1}', headers={"content-type": "application/json"})
+        await wait_for_metric(server.url, "runnel_sse_readers", lambda v: v <= before)

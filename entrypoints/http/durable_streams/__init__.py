@@ -23,6 +23,7 @@ from entrypoints.http.auth import Authenticator
 from entrypoints.http.durable_streams.handlers import PREFIX, Facade, facade_error
 from entrypoints.http.problems import problem_response
 from entrypoints.http.sse.subscription import release_on_exit
+from entrypoints.observability.metrics import Metrics
 
 log = logging.getLogger("runnel.durable_streams")
 
@@ -51,7 +52,8 @@ def refuse_unsafe_binding(settings: Settings, host: str) -> str | None:
 
 def durable_streams_handlers(settings: Settings, auth: Authenticator,
                              service: Callable[[], RunnelService],
-                             catalog: Callable[[], Any], clock: Callable[[], Any]) -> list[Any]:
+                             catalog: Callable[[], Any], clock: Callable[[], Any],
+                             metrics: Metrics) -> list[Any]:
     anonymous = settings.durable_streams_anonymous_tenant
     facades: list[Facade] = []
 
@@ -71,7 +73,8 @@ def durable_streams_handlers(settings: Settings, auth: Authenticator,
             streams = DurableStreams(service(), catalog(), clock(),
                                      settings.durable_streams_templates)
             facades.append(Facade(streams, principal_of, clock(),
-                                  settings.durable_streams_long_poll_seconds, still_valid))
+                                  settings.durable_streams_long_poll_seconds, metrics,
+                                  still_valid))
         return facades[0]
 
     async def dispatch(request: Request[Any, Any, Any], path: FromPath[str]) -> Response[Any]:

@@ -26,7 +26,8 @@ from entrypoints.http.durable_streams import wire
 from entrypoints.http.durable_streams.bodies import to_records
 from entrypoints.http.durable_streams.reads import ReadPlan, read_answer
 from entrypoints.http.durable_streams.sse import sse_frames
-from entrypoints.http.sse.subscription import register_release
+from entrypoints.http.sse.subscription import ReaderLease, register_release
+from entrypoints.observability.metrics import Metrics
 
 NO_STORE = "no-store"
 PREFIX = "/v1/stream"
@@ -39,9 +40,10 @@ class Facade:
     the conformance binding)."""
 
     def __init__(self, streams: DurableStreams, principal_of: Any, clock: Clock,
-                 long_poll_seconds: float,
+                 long_poll_seconds: float, metrics: Metrics,
                  still_valid: Callable[[Principal], bool] = lambda _: True) -> None:
         self.streams = streams
+        self.metrics = metrics
         self.principal_of = principal_of
         self.still_valid = still_valid
         """Whether a connection's principal may go on being served (not revoked, not
@@ -204,23 +206,15 @@ class Facade:
         return await read_answer(plan, live == "long-poll", request.headers.get("if-none-match"))
 
     async def _sse(self, request: Request[Any, Any, Any], plan: ReadPlan) -> Response[Any]:
-        follow = await plan.follow(await plan.start())
-        released = False
-
-        async def release() -> None:
-            nonlocal released
-            if not released:
-                released = True
-                await follow.close()
-
+        lease = ReaderLease(await plan.follow(await plan.start()), self.metrics)
         # However the request ends (the client may leave before the first frame), the
         # follow and its slot are given back (`release_on_exit` on the facade's route).
-        register_release(request.scope, release)
+        register_release(request.scope, lease.release)
         headers = {"cache-control": "no-cache", "content-type": "text/event-stream"}
         if not wire.is_text(plan.entry.content_type):
             headers["stream-sse-data-encoding"] = "base64"
-        return Stream(sse_frames(plan, follow, release), status_code=200, headers=headers,
-                      media_type="text/event-stream")
+        return Stream(sse_frames(plan, lease.follow, lease.release), status_code=200,
+                      headers=headers, media_type="text/event-stream")
 
     def _meta(self, entry: FacadeEntry, head: int, closed: bool) -> dict[str, str]:
         """PUT and HEAD also name the Runnel run that holds the stream (its stream id is

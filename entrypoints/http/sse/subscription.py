@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from litestar.response import Stream
 from litestar.types import ASGIApp, Receive, Scope, Send
@@ -95,12 +95,15 @@ class Closable(Protocol):
     async def close(self) -> None: ...
 
 
-class ReaderLease:
-    """One open subscription (of a stream, or of a run): counted in the readers gauge until
-    released, exactly once."""
+C = TypeVar("C", bound=Closable)
 
-    def __init__(self, follow: Closable, metrics: Metrics) -> None:
-        self._follow = follow
+
+class ReaderLease(Generic[C]):
+    """One open subscription (of a stream, a run or a facade path): counted in the readers
+    gauge until released, exactly once."""
+
+    def __init__(self, follow: C, metrics: Metrics) -> None:
+        self.follow = follow
         self._metrics = metrics
         self._released = False
         metrics.readers.inc()
@@ -110,7 +113,7 @@ class ReaderLease:
             return
         self._released = True
         self._metrics.readers.dec()
-        await self._follow.close()
+        await self.follow.close()
 
 
 def register_release(scope: Scope, release: Release) -> None:
