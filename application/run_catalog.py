@@ -26,8 +26,9 @@ class RunListing:
 class RunCatalog:
     """The runs of the principal's tenant (the token's, never a parameter): the scope of
     listing a run's streams (`streams:read`), erased runs left out, and only the streams
-    a stream listing could show counted: deleted and expired ones are not (ADR 0075,
-    0076), and a run left with none of them is not listed."""
+    a stream listing could show the principal counted: not deleted or expired ones (ADR
+    0075, 0076), nor those its readers pin keeps from it; a run left with none of them
+    is not listed."""
 
     def __init__(self, store: StreamStore, clock: Clock) -> None:
         self._store = store
@@ -37,8 +38,11 @@ class RunCatalog:
                    limit: int) -> RunListing:
         principal.require_scope(Scope.READ)
         check_listing_page(cursor, limit)
+        # Only the streams a stream listing would show this principal count (`may_read`):
+        # an admin's every stream, anyone else's those whose readers pin names them.
+        reader = None if principal.is_admin else principal.sub
         read = await self._store.list_runs(principal.tenant, cursor, limit + 1,
-                                          self._clock.now())
+                                          self._clock.now(), reader)
         runs, more = read[:limit], len(read) > limit
         bound = principal.runs
         visible = [run for run in runs if bound is None or run.run_id in bound]

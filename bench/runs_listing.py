@@ -21,7 +21,7 @@ import asyncio
 import statistics
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import asyncpg
@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from adapters.clock import SystemClock
 from adapters.postgres import open_postgres
 from adapters.postgres.store import _LIST_RUNS
+from application.ports.streams import RunSummary
 from bench.scratch import create_database, drop_database, dsn_for
 from domain.definition import build_definition
 from domain.identifiers import RunKey
@@ -69,15 +70,20 @@ async def main(runs: int, streams: int, calls: int) -> None:
                     await store.mark_run_erased(RunKey(tenant, f"run-{n:05d}"))
             vacuum = await asyncpg.connect(dsn)
             await vacuum.execute("VACUUM ANALYZE")
+
+            def page(after: str | None) -> Awaitable[Sequence[RunSummary]]:
+                """A page as a reader (not an admin) sees it: the readers pin is asked."""
+                return store.list_runs("bench", after, 101, now, "reader")
+
             middle = f"run-{runs // 2:05d}"
             last = f"run-{runs - 50:05d}"
             figures = {
                 "SELECT 1 (round trip)": lambda: vacuum.fetchval("SELECT 1"),
                 "streams of one run (page of 100), baseline":
                     lambda: store.list_run(RunKey("bench", middle), None, 101),
-                "runs, first page of 100": lambda: store.list_runs("bench", None, 101, now),
-                "runs, a middle page of 100": lambda: store.list_runs("bench", middle, 101, now),
-                "runs, the last page (50)": lambda: store.list_runs("bench", last, 101, now),
+                "runs, first page of 100": lambda: page(None),
+                "runs, a middle page of 100": lambda: page(middle),
+                "runs, the last page (50)": lambda: page(last),
             }
             print(f"Runs listing: {len(TENANTS)} tenants x {runs} runs x {streams} streams "
                   f"({len(keys)} streams, a quarter of the runs erased), {calls} calls "
@@ -86,7 +92,7 @@ async def main(runs: int, streams: int, calls: int) -> None:
                 median, p95 = await timed(calls, call)
                 print(f"  {name:46s} {median:8.0f} {p95:8.0f}")
             plan = await vacuum.fetch(f"EXPLAIN (ANALYZE, BUFFERS) {_LIST_RUNS}", "bench",
-                                      middle, 101)
+                                      middle, 101, now, "reader")
             print("  plan of a middle page:")
             for row in plan:
                 print("    " + row[0])

@@ -175,14 +175,17 @@ class MemoryStreamStore:
                   if key.run == run and (after is None or key.stream_id > after)]
         return listed if limit is None else listed[:limit]
 
-    async def list_runs(self, tenant: str, after: str | None, limit: int,
-                        now: datetime) -> Sequence[RunSummary]:
+    async def list_runs(self, tenant: str, after: str | None, limit: int, now: datetime,
+                        reader: str | None) -> Sequence[RunSummary]:
         runs: dict[str, list[datetime]] = {}
         for key, data in self._streams.items():
+            stream = data.stream
+            readers = stream.definition.authorization.readers
             if key.tenant == tenant and (after is None or key.run_id > after) \
-                    and key.run not in self._erased_runs and not data.stream.deleted \
-                    and not data.stream.expired(now):
-                runs.setdefault(key.run_id, []).append(data.stream.created_at)
+                    and key.run not in self._erased_runs and not stream.deleted \
+                    and not stream.expired(now) \
+                    and (reader is None or "*" in readers or reader in readers):
+                runs.setdefault(key.run_id, []).append(stream.created_at)
         return [RunSummary(run_id, len(created), min(created))
                 for run_id, created in sorted(runs.items())[:max(0, limit)]]
 

@@ -92,16 +92,19 @@ LIMIT $4
 # Grouped along the (tenant, run_id, stream_id) key's index, in the "C" collation (Python's
 # order); erased runs are left out before the limit, so a page is never padded with them.
 # A stream's own `erased` column is set by its deletion (and by its run's erasure, which
-# `erased_runs` already leaves out); an expired stream is gone from its expiry on.
+# `erased_runs` already leaves out); an expired stream is gone from its expiry on; a
+# definition without a readers pin has the default, `["*"]` (`AuthorizationPins`).
 _LIST_RUNS = """
 SELECT s.run_id, count(*) AS streams, min(s.created_at) AS created_at FROM streams AS s
 WHERE s.tenant = $1 AND ($2::text IS NULL OR s.run_id > $2) AND NOT s.erased
   AND (s.definition->>'expires_after_seconds' IS NULL
        OR s.created_at + (s.definition->>'expires_after_seconds')::bigint
                          * interval '1 second' > $4)
-  AND NOT EXISTS (SELECT 1 FROM erased_runs AS e WHERE e.tenant = s.tenant
-                  AND e.run_id = s.run_id)
+  AND ($5::text IS NULL OR COALESCE(s.definition->'authorization'->'readers', '["*"]')
+                           ?| ARRAY['*', $5::text])
 GROUP BY s.run_id
+HAVING NOT EXISTS (SELECT 1 FROM erased_runs AS e WHERE e.tenant = $1
+                   AND e.run_id = s.run_id)
 ORDER BY s.run_id
 LIMIT $3
 """
@@ -207,11 +210,11 @@ class PostgresStreamStore:
         rows = await self._pool.fetch(_LIST_RUN, run.tenant, run.run_id, after, limit)
         return [stream_from_row(self._codec, row["id"], row["version"], row) for row in rows]
 
-    async def list_runs(self, tenant: str, after: str | None, limit: int,
-                        now: datetime) -> Sequence[RunSummary]:
+    async def list_runs(self, tenant: str, after: str | None, limit: int, now: datetime,
+                        reader: str | None) -> Sequence[RunSummary]:
         if limit <= 0:
             return []
-        rows = await self._pool.fetch(_LIST_RUNS, tenant, after, limit, now)
+        rows = await self._pool.fetch(_LIST_RUNS, tenant, after, limit, now, reader)
         return [RunSummary(row["run_id"], row["streams"], row["created_at"]) for row in rows]
 
     async def streams_with_retention(self, after: StreamKey | None, limit: int,

@@ -130,12 +130,13 @@ class StreamStore(Protocol):
         those above `after` when given, at most `limit` when given."""
         ...
 
-    async def list_runs(self, tenant: str, after: str | None, limit: int,
-                        now: datetime) -> Sequence[RunSummary]:
+    async def list_runs(self, tenant: str, after: str | None, limit: int, now: datetime,
+                        reader: str | None) -> Sequence[RunSummary]:
         """The tenant's runs that are not marked erased and hold a stream neither deleted
-        nor expired at `now` (only such streams are counted), ascending by `run_id`
-        (Python's string order), only those above `after` when given, at most `limit`.
-        Another tenant's runs never appear."""
+        nor expired at `now` whose readers pin names `reader` or `*` (any such stream when
+        `reader` is None: an admin's view); only those streams are counted. Ascending by
+        `run_id` (Python's string order), only those above `after` when given, at most
+        `limit`. Another tenant's runs never appear."""
         ...
 
     async def streams_with_retention(self, after: StreamKey | None, limit: int,

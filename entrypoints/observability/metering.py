@@ -85,9 +85,9 @@ class MeteredStreamStore:
                        limit: int | None = None) -> Sequence[Stream]:
         return await self._inner.list_run(run, after, limit)
 
-    async def list_runs(self, tenant: str, after: str | None, limit: int,
-                        now: datetime) -> Sequence[RunSummary]:
-        return await self._inner.list_runs(tenant, after, limit, now)
+    async def list_runs(self, tenant: str, after: str | None, limit: int, now: datetime,
+                        reader: str | None) -> Sequence[RunSummary]:
+        return await self._inner.list_runs(tenant, after, limit, now, reader)
 
     async def streams_with_retention(self, after: StreamKey | None, limit: int,
                                      home: str) -> Sequence[StreamKey]:

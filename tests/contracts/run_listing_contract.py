@@ -8,9 +8,11 @@ says."""
 from __future__ import annotations
 
 import random
-from datetime import timedelta
+from collections.abc import Sequence
+from datetime import datetime, timedelta
 from uuid import uuid4
 
+from application.ports.streams import RunSummary
 from domain.identifiers import RunKey, StreamKey
 from tests.contracts.harness import StorageHarness
 from tests.contracts.storage_support import NOW, created
@@ -18,6 +20,12 @@ from tests.contracts.storage_support import NOW, created
 
 def _tenant() -> str:
     return f"tenant-{uuid4().hex[:12]}"
+
+
+async def _runs(harness: StorageHarness, tenant: str, after: str | None, limit: int,
+                now: datetime = NOW, reader: str | None = None) -> Sequence[RunSummary]:
+    """The listing as an admin sees it, unless `reader` names the subject it is for."""
+    return await harness.store.list_runs(tenant, after, limit, now, reader)
 
 
 async def _deleted(harness: StorageHarness, key: StreamKey) -> None:
@@ -32,12 +40,12 @@ class RunListingContract:
         await created(harness, RunKey(ours, "shared-name").stream("a"))
         await created(harness, RunKey(theirs, "shared-name").stream("b"))
         await created(harness, RunKey(theirs, "their-only").stream("c"))
-        listed = await harness.store.list_runs(ours, None, 100, NOW)
+        listed = await _runs(harness, ours, None, 100)
         assert [(run.run_id, run.streams) for run in listed] == [("shared-name", 1)]
         for after in (None, "", "a", "shared-name"):
-            page = await harness.store.list_runs(ours, after, 100, NOW)
+            page = await _runs(harness, ours, after, 100)
             assert all(run.run_id != "their-only" for run in page)
-        assert list(await harness.store.list_runs(_tenant(), None, 100, NOW)) == []
+        assert list(await _runs(harness, _tenant(), None, 100)) == []
 
     async def test_list_runs_pages_in_run_id_order_with_stream_counts(
             self, harness: StorageHarness) -> None:
@@ -47,20 +55,20 @@ class RunListingContract:
             for stream in range(index + 1):
                 await created(harness, RunKey(tenant, name).stream(f"s{stream}"))
         ordered = sorted(names)  # Python's (code point) order: "A" < "a" < "a.1"
-        listed = await harness.store.list_runs(tenant, None, 100, NOW)
+        listed = await _runs(harness, tenant, None, 100)
         assert [run.run_id for run in listed] == ordered
         assert {run.run_id: run.streams for run in listed} == {
             name: index + 1 for index, name in enumerate(names)}
         assert all(run.created_at == NOW for run in listed)
 
         async def ids(after: str | None, limit: int) -> list[str]:
-            return [r.run_id for r in await harness.store.list_runs(tenant, after, limit, NOW)]
+            return [r.run_id for r in await _runs(harness, tenant, after, limit)]
 
         assert await ids(None, 2) == ordered[:2]
         assert await ids("a", 2) == ["a.1", "b"]
         assert await ids("b", 10) == ["c"]
-        assert list(await harness.store.list_runs(tenant, "c", 10, NOW)) == []
-        assert list(await harness.store.list_runs(tenant, None, 0, NOW)) == []
+        assert list(await _runs(harness, tenant, "c", 10)) == []
+        assert list(await _runs(harness, tenant, None, 0)) == []
 
     async def test_list_runs_leaves_out_erased_runs_before_the_limit(
             self, harness: StorageHarness) -> None:
@@ -69,8 +77,8 @@ class RunListingContract:
             await created(harness, RunKey(tenant, name).stream("s"))
         await harness.store.mark_run_erased(RunKey(tenant, "r1"))
         await harness.store.mark_run_erased(RunKey(tenant, "r2"))
-        assert [r.run_id for r in await harness.store.list_runs(tenant, None, 1, NOW)] == ["r3"]
-        assert [r.run_id for r in await harness.store.list_runs(tenant, None, 10, NOW)] == ["r3"]
+        assert [r.run_id for r in await _runs(harness, tenant, None, 1)] == ["r3"]
+        assert [r.run_id for r in await _runs(harness, tenant, None, 10)] == ["r3"]
 
     async def test_list_runs_neither_counts_nor_lists_deleted_or_expired_streams(
             self, harness: StorageHarness) -> None:
@@ -87,15 +95,37 @@ class RunListingContract:
         def counts(page: object) -> list[tuple[str, int]]:
             return [(run.run_id, run.streams) for run in page]  # type: ignore[attr-defined]
 
-        assert counts(await harness.store.list_runs(tenant, None, 10, NOW)) == [
+        assert counts(await _runs(harness, tenant, None, 10)) == [
             ("mixed", 2), ("only-brief", 1), ("z-last", 1)]
         later = NOW + timedelta(seconds=60)  # the expiry itself: gone from then on
-        assert counts(await harness.store.list_runs(tenant, None, 10, later)) == [
+        assert counts(await _runs(harness, tenant, None, 10, later)) == [
             ("mixed", 1), ("z-last", 1)]
         # The limit counts listed runs only: a run of gone streams takes no place.
-        assert counts(await harness.store.list_runs(tenant, None, 1, later)) == [("mixed", 1)]
-        assert counts(await harness.store.list_runs(tenant, "mixed", 1, later)) == [
+        assert counts(await _runs(harness, tenant, None, 1, later)) == [("mixed", 1)]
+        assert counts(await _runs(harness, tenant, "mixed", 1, later)) == [
             ("z-last", 1)]
+
+    async def test_list_runs_counts_only_streams_whose_readers_pin_names_the_reader(
+            self, harness: StorageHarness) -> None:
+        tenant = _tenant()
+        await created(harness, RunKey(tenant, "mixed").stream("open"))
+        await created(harness, RunKey(tenant, "mixed").stream("bobs"),
+                      authorization={"readers": ["bob"]})
+        await created(harness, RunKey(tenant, "mixed").stream("shared"),
+                      authorization={"readers": ["carol", "alice"]})
+        await created(harness, RunKey(tenant, "only-bobs").stream("s"),
+                      authorization={"readers": ["bob"], "writers": ["bob"]})
+
+        async def counts(reader: str | None, limit: int = 10) -> list[tuple[str, int]]:
+            page = await _runs(harness, tenant, None, limit, reader=reader)
+            return [(run.run_id, run.streams) for run in page]
+
+        assert await counts("alice") == [("mixed", 2)]
+        assert await counts("bob") == [("mixed", 2), ("only-bobs", 1)]
+        assert await counts("mallory") == [("mixed", 1)]
+        assert await counts(None) == [("mixed", 3), ("only-bobs", 1)]  # an admin's view
+        # A run hidden from the reader takes no place in its page either.
+        assert await counts("alice", 1) == [("mixed", 2)]
 
     async def test_list_runs_pages_exactly_as_the_model_says(
             self, harness: StorageHarness) -> None:
@@ -137,7 +167,7 @@ async def _paged(harness: StorageHarness, tenant: str, limit: int) -> list[tuple
     found: list[tuple[str, int]] = []
     after: str | None = None
     while True:
-        page = await harness.store.list_runs(tenant, after, limit, NOW)
+        page = await _runs(harness, tenant, after, limit)
         assert len(page) <= limit
         found.extend((run.run_id, run.streams) for run in page)
         if len(page) < limit:

@@ -167,3 +167,19 @@ async def test_deleted_streams_leave_the_runs_listing(server: RunnelServer) -> N
             assert deleted.status_code == 200, deleted.text
         assert [(run["run_id"], run["streams"]) for run in await all_runs(api)] == [
             ("mixed", 1)]
+
+
+async def test_streams_a_reader_may_not_read_are_not_counted_for_it(
+        server: RunnelServer) -> None:
+    ours = tenant()
+    async with client(server, token(tenant=ours)) as alice, \
+            client(server, token(tenant=ours, sub="bob")) as bob, \
+            client(server, token(tenant=ours, sub="root", scopes=("streams:admin",))) as admin:
+        await create_stream(alice, "mixed", "open")
+        await create_stream(alice, "mixed", "bobs", authorization={"readers": ["bob"]})
+        await create_stream(alice, "bobs-only", "s", authorization={"readers": ["bob"]})
+        listed = {user: [(run["run_id"], run["streams"]) for run in await all_runs(api)]
+                  for user, api in (("alice", alice), ("bob", bob), ("admin", admin))}
+        assert listed == {"alice": [("mixed", 1)],
+                          "bob": [("bobs-only", 1), ("mixed", 2)],
+                          "admin": [("bobs-only", 1), ("mixed", 2)]}
