@@ -48,11 +48,16 @@ def _listed(principal: Principal, allowed: tuple[str, ...]) -> bool:
     return "*" in allowed or principal.sub in allowed or principal.is_admin
 
 
+def names_reader(pins: AuthorizationPins, sub: str) -> bool:
+    """Whether the readers pin names `sub`, or everyone (`*`)."""
+    return "*" in pins.readers or sub in pins.readers
+
+
 def may_read(pins: AuthorizationPins, principal: Principal, content: bool = False) -> bool:
     """An admin manages every stream (its definition and status) but reads record content
     only where the readers pin names it."""
     if content:
-        return "*" in pins.readers or principal.sub in pins.readers
+        return names_reader(pins, principal.sub)
     return _listed(principal, pins.readers)
 
 

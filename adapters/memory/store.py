@@ -29,6 +29,7 @@ from application.ports.waking import Wake
 from domain.errors import NotFound, TooManyStreams
 from domain.identifiers import RunKey, StreamKey
 from domain.object_intent import LIVE_STATES, ObjectIntent
+from domain.principal import names_reader
 from domain.stream import Stream
 
 T = TypeVar("T")
@@ -180,11 +181,10 @@ class MemoryStreamStore:
         runs: dict[str, list[datetime]] = {}
         for key, data in self._streams.items():
             stream = data.stream
-            readers = stream.definition.authorization.readers
             if key.tenant == tenant and (after is None or key.run_id > after) \
                     and key.run not in self._erased_runs and not stream.deleted \
-                    and not stream.expired(now) \
-                    and (reader is None or "*" in readers or reader in readers):
+                    and not stream.expired(now) and (
+                        reader is None or names_reader(stream.definition.authorization, reader)):
                 runs.setdefault(key.run_id, []).append(stream.created_at)
         return [RunSummary(run_id, len(created), min(created))
                 for run_id, created in sorted(runs.items())[:max(0, limit)]]

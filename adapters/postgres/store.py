@@ -93,7 +93,8 @@ LIMIT $4
 # order); erased runs are left out before the limit, so a page is never padded with them.
 # A stream's own `erased` column is set by its deletion (and by its run's erasure, which
 # `erased_runs` already leaves out); an expired stream is gone from its expiry on; a
-# definition without a readers pin has the default, `["*"]` (`AuthorizationPins`).
+# definition without a readers pin has the default, `["*"]` (`AuthorizationPins`); the
+# readers rule is `domain.principal.names_reader`'s.
 _LIST_RUNS = """
 SELECT s.run_id, count(*) AS streams, min(s.created_at) AS created_at FROM streams AS s
 WHERE s.tenant = $1 AND ($2::text IS NULL OR s.run_id > $2) AND NOT s.erased
