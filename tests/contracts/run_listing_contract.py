@@ -123,6 +123,7 @@ class RunListingContract:
         assert await counts("alice") == [("mixed", 2)]
         assert await counts("bob") == [("mixed", 2), ("only-bobs", 1)]
         assert await counts("mallory") == [("mixed", 1)]
+        assert await counts("*") == [("mixed", 1)]  # a subject named `*` is no wildcard
         assert await counts(None) == [("mixed", 3), ("only-bobs", 1)]  # an admin's view
         # A run hidden from the reader takes no place in its page either.
         assert await counts("alice", 1) == [("mixed", 2)]
